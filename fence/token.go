@@ -1,0 +1,131 @@
+package fence
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Limits of a token's fields. They are enforced by [Token.Validate] and
+// [Parse], and by the lease before any I/O.
+const (
+	// MaxSeq is the largest Seq a token may carry: 2^53-1. Lua numbers in
+	// Redis are doubles, so a larger counter would lose precision, and the
+	// value also fits a Postgres bigint.
+	MaxSeq uint64 = 1<<53 - 1
+
+	// MaxKeyLen is the longest lock name, in bytes.
+	MaxKeyLen = 512
+
+	// MaxHolderLen is the longest holder id, in bytes. A UUID takes 36.
+	MaxHolderLen = 64
+
+	// MaxTextLen bounds the text form of a token; Parse rejects longer input
+	// before looking at it.
+	MaxTextLen = 2 + 16 + 1 + MaxHolderLen + 1 + 3*MaxKeyLen
+)
+
+// ErrMalformed is returned (wrapped) for a token whose text form or fields
+// are not valid. Test for it with errors.Is.
+var ErrMalformed = errors.New("fence: malformed token")
+
+// Token is a fencing token: proof that Holder held the lock Key when the
+// lock's counter was at Seq.
+//
+// The zero Token means "no token" and is never valid.
+type Token struct {
+	// Key is the lock name the token was issued for.
+	Key string
+	// Seq is the value of the lock's counter at acquisition; it grows with
+	// every acquisition of Key. Valid values are 1..MaxSeq.
+	Seq uint64
+	// Holder is the random id (a UUID string) of the lease that got the
+	// token. It tells two holders apart if the counter ever went backwards.
+	Holder string
+}
+
+// IsZero reports whether t is the zero Token.
+func (t Token) IsZero() bool { return t == Token{} }
+
+// Compare orders tokens by Seq only: it returns -1 if t.Seq < u.Seq, +1 if
+// t.Seq > u.Seq and 0 when they are equal. A result of 0 does not mean the
+// tokens are interchangeable; check [Token.Conflicts] too.
+func (t Token) Compare(u Token) int {
+	switch {
+	case t.Seq < u.Seq:
+		return -1
+	case t.Seq > u.Seq:
+		return 1
+	}
+	return 0
+}
+
+// Newer reports whether t was issued after u (t.Seq > u.Seq).
+func (t Token) Newer(u Token) bool { return t.Seq > u.Seq }
+
+// Conflicts reports whether t and u carry the same Seq but different
+// holders: the counter went backwards and two leases got the same number.
+// A verifier must not accept both.
+func (t Token) Conflicts(u Token) bool { return t.Seq == u.Seq && t.Holder != u.Holder }
+
+// Supersedes reports whether a storage that has already accepted u may
+// accept t: t is newer, or it is the same token again (same Seq and Holder).
+// This is the acceptance rule every verifier applies.
+func (t Token) Supersedes(u Token) bool {
+	return t.Seq > u.Seq || (t.Seq == u.Seq && t.Holder == u.Holder)
+}
+
+// Validate reports why t is not a usable token, or nil. The error wraps
+// ErrMalformed.
+func (t Token) Validate() error {
+	if t.Seq == 0 {
+		return fmt.Errorf("%w: seq must be at least 1", ErrMalformed)
+	}
+	if t.Seq > MaxSeq {
+		return fmt.Errorf("%w: seq %d exceeds 2^53-1", ErrMalformed, t.Seq)
+	}
+	if err := ValidateKey(t.Key); err != nil {
+		return err
+	}
+	return ValidateHolder(t.Holder)
+}
+
+// ValidateKey reports why key cannot be a lock name, or nil: it must be
+// 1..MaxKeyLen bytes and must not contain '{' or '}' (the lease puts the
+// name in a Redis Cluster hash tag).
+func ValidateKey(key string) error {
+	switch {
+	case key == "":
+		return fmt.Errorf("%w: empty key", ErrMalformed)
+	case len(key) > MaxKeyLen:
+		return fmt.Errorf("%w: key is %d bytes, the limit is %d", ErrMalformed, len(key), MaxKeyLen)
+	case strings.ContainsAny(key, "{}"):
+		return fmt.Errorf("%w: key %q contains a brace", ErrMalformed, key)
+	}
+	return nil
+}
+
+// ValidateHolder reports why id cannot be a holder id, or nil: it must be
+// 1..MaxHolderLen bytes of ASCII letters, digits, '-', '_' or '.'.
+func ValidateHolder(id string) error {
+	if id == "" {
+		return fmt.Errorf("%w: empty holder", ErrMalformed)
+	}
+	if len(id) > MaxHolderLen {
+		return fmt.Errorf("%w: holder is %d bytes, the limit is %d", ErrMalformed, len(id), MaxHolderLen)
+	}
+	for i := 0; i < len(id); i++ {
+		if !holderByte(id[i]) {
+			return fmt.Errorf("%w: holder %q has a byte outside [A-Za-z0-9._-] at %d", ErrMalformed, id, i)
+		}
+	}
+	return nil
+}
+
+func holderByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.'
+}
+
+// seqString formats a Seq in decimal.
+func seqString(n uint64) string { return strconv.FormatUint(n, 10) }
