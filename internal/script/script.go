@@ -1,0 +1,160 @@
+// Package script holds the Lua scripts behind the lease and redlock, and
+// typed wrappers around them. Each script is one atomic round trip; go-redis
+// runs it with EVALSHA and falls back to EVAL when the server's script cache
+// is empty (after SCRIPT FLUSH or a restart).
+package script
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+var (
+	//go:embed acquire.lua
+	acquireSrc string
+	//go:embed refresh.lua
+	refreshSrc string
+	//go:embed release.lua
+	releaseSrc string
+	//go:embed inspect.lua
+	inspectSrc string
+	//go:embed advance.lua
+	advanceSrc string
+
+	acquire = redis.NewScript(acquireSrc)
+	refresh = redis.NewScript(refreshSrc)
+	release = redis.NewScript(releaseSrc)
+	inspect = redis.NewScript(inspectSrc)
+	advance = redis.NewScript(advanceSrc)
+)
+
+// Keys are the Redis keys of one lock. Name sits in a hash tag so all of them
+// live in one Redis Cluster slot.
+type Keys struct {
+	Lock    string // PREFIX{NAME}: holds "holder:seq" with a PX ttl
+	Counter string // PREFIX{NAME}:fence: the fencing counter
+	Channel string // PREFIX{NAME}:release: pub/sub channel, a message per release
+}
+
+// KeysFor returns the keys of lock name under prefix.
+func KeysFor(prefix, name string) Keys {
+	lock := prefix + "{" + name + "}"
+	return Keys{Lock: lock, Counter: lock + ":fence", Channel: lock + ":release"}
+}
+
+// AcquireArgs are the inputs of one acquire.
+type AcquireArgs struct {
+	Holder     string
+	TTL        time.Duration
+	ClockFloor bool          // lift the counter to Redis TIME in µs before INCR
+	CounterTTL time.Duration // 0: the counter never expires
+	Reacquire  bool          // the holder may already hold the lock
+}
+
+// AcquireResult is what the acquire script found.
+type AcquireResult struct {
+	Acquired   bool          // the lock is ours (new or re-acquired)
+	Reacquired bool          // we already held it; Seq is the token we had
+	Seq        uint64        // valid when Acquired
+	PTTL       time.Duration // when not Acquired: the holder's remaining ttl (<0: none)
+}
+
+// Acquire runs the acquire script.
+func Acquire(ctx context.Context, c redis.Scripter, k Keys, a AcquireArgs) (AcquireResult, error) {
+	args := []any{a.Holder, ms(a.TTL), flag(a.ClockFloor), ms(a.CounterTTL), flag(a.Reacquire)}
+	v, err := acquire.Run(ctx, c, []string{k.Lock, k.Counter}, args...).Slice()
+	if err != nil {
+		return AcquireResult{}, err
+	}
+	if len(v) != 2 {
+		return AcquireResult{}, fmt.Errorf("acquire script: unexpected reply %v", v)
+	}
+	code, _ := v[0].(int64)
+	n, _ := v[1].(int64)
+	switch code {
+	case 1, 2:
+		if n <= 0 {
+			return AcquireResult{}, fmt.Errorf("acquire script: bad seq %d", n)
+		}
+		return AcquireResult{Acquired: true, Reacquired: code == 2, Seq: uint64(n)}, nil
+	case 0:
+		return AcquireResult{PTTL: time.Duration(n) * time.Millisecond}, nil
+	}
+	return AcquireResult{}, fmt.Errorf("acquire script: unexpected reply %v", v)
+}
+
+// Refresh sets the lock's ttl if holder still has it, and reports whether it did.
+func Refresh(ctx context.Context, c redis.Scripter, k Keys, holder string, ttl time.Duration) (bool, error) {
+	n, err := refresh.Run(ctx, c, []string{k.Lock}, holder, ms(ttl)).Int64()
+	return n == 1, err
+}
+
+// Release deletes the lock if holder still has it, publishes a wake-up on
+// its channel, and reports whether it did.
+func Release(ctx context.Context, c redis.Scripter, k Keys, holder string) (bool, error) {
+	n, err := release.Run(ctx, c, []string{k.Lock}, holder, k.Channel).Int64()
+	return n == 1, err
+}
+
+// Advance lifts the counter to at least floor and returns its value afterwards.
+func Advance(ctx context.Context, c redis.Scripter, k Keys, floor uint64) (uint64, error) {
+	n, err := advance.Run(ctx, c, []string{k.Counter}, floor).Int64()
+	if err != nil {
+		return 0, err
+	}
+	return uint64(n), nil
+}
+
+// State is a lock's state at one instant.
+type State struct {
+	Holder  string        // "" when free
+	Seq     uint64        // the holder's token Seq; 0 when free
+	PTTL    time.Duration // remaining ttl; 0 when free
+	LastSeq uint64        // the counter: the last Seq issued (0 when absent)
+}
+
+// Inspect reads the lock's state in one atomic step.
+func Inspect(ctx context.Context, c redis.Scripter, k Keys) (State, error) {
+	v, err := inspect.Run(ctx, c, []string{k.Lock, k.Counter}).Slice()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return State{}, err
+	}
+	if len(v) != 3 {
+		return State{}, fmt.Errorf("inspect script: unexpected reply %v", v)
+	}
+	var s State
+	if val, ok := v[0].(string); ok {
+		h, seq, ok := strings.Cut(val, ":")
+		if !ok {
+			return State{}, fmt.Errorf("inspect script: lock value %q is not holder:seq", val)
+		}
+		s.Holder = h
+		s.Seq, _ = strconv.ParseUint(seq, 10, 64)
+		if p, _ := v[1].(int64); p > 0 {
+			s.PTTL = time.Duration(p) * time.Millisecond
+		}
+	}
+	if c, ok := v[2].(string); ok {
+		s.LastSeq, err = strconv.ParseUint(c, 10, 64)
+		if err != nil {
+			return State{}, fmt.Errorf("inspect script: counter %q: %w", c, err)
+		}
+	}
+	return s, nil
+}
+
+func ms(d time.Duration) int64 { return d.Milliseconds() }
+
+func flag(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
+}

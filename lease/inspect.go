@@ -1,0 +1,59 @@
+package lease
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/fencelock/fencelock/fence"
+	"github.com/fencelock/fencelock/internal/script"
+)
+
+// Info is a lock's state at one instant.
+type Info struct {
+	Name string
+	// Holder is the current holder id, "" when the lock is free.
+	Holder string
+	// Token is the current holder's token; the zero Token when free.
+	Token fence.Token
+	// TTL is the lock's remaining time to live in Redis; 0 when free.
+	TTL time.Duration
+	// LastSeq is the counter: the last Seq issued for the name (0 if none,
+	// or if the counter was lost).
+	LastSeq uint64
+}
+
+// Inspect reads lock name's holder, remaining ttl and counter in one atomic
+// round trip.
+func (c *Client) Inspect(ctx context.Context, name string) (Info, error) {
+	if err := fence.ValidateKey(name); err != nil {
+		return Info{}, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	s, err := script.Inspect(ctx, c.rdb, script.KeysFor(c.cfg.prefix, name))
+	if err != nil {
+		return Info{}, fmt.Errorf("lease: inspect %q: %w", name, err)
+	}
+	info := Info{Name: name, Holder: s.Holder, TTL: s.PTTL, LastSeq: s.LastSeq}
+	if s.Holder != "" {
+		info.Token = fence.Token{Key: name, Seq: s.Seq, Holder: s.Holder}
+	}
+	return info, nil
+}
+
+// Advance lifts lock name's counter to at least floor (an atomic max) and
+// returns the counter afterwards; the next token is greater than it. Use it
+// to heal after the counter went backwards: a verifier's stale-token error
+// carries the highest Seq the storage has seen.
+func (c *Client) Advance(ctx context.Context, name string, floor uint64) (uint64, error) {
+	if err := fence.ValidateKey(name); err != nil {
+		return 0, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	if floor >= fence.MaxSeq {
+		return 0, fmt.Errorf("%w: floor %d leaves no room below 2^53-1", ErrInvalid, floor)
+	}
+	n, err := script.Advance(ctx, c.rdb, script.KeysFor(c.cfg.prefix, name), floor)
+	if err != nil {
+		return 0, fmt.Errorf("lease: advance %q: %w", name, err)
+	}
+	return n, nil
+}

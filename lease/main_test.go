@@ -1,0 +1,62 @@
+package lease_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/fencelock/fencelock/internal/testenv"
+	"github.com/fencelock/fencelock/lease"
+)
+
+// shared is the Redis that TestMain starts (or REDIS_URL) for the tests and
+// examples that do not stop or pause their server.
+var shared redis.UniversalClient
+
+func TestMain(m *testing.M) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	rdb, stop, err := testenv.RedisOrStart(ctx)
+	cancel()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "lease tests:", err)
+		os.Exit(1)
+	}
+	shared = rdb
+	code := m.Run()
+	stop()
+	os.Exit(code)
+}
+
+// newClient returns a lease client on the shared Redis.
+func newClient(t testing.TB, opts ...lease.Option) *lease.Client {
+	t.Helper()
+	c, err := lease.New(shared, opts...)
+	require.NoError(t, err)
+	return c
+}
+
+// name returns a lock name unique to this test run.
+func name(t testing.TB) string {
+	return t.Name() + "/" + uuid.NewString()[:8]
+}
+
+// ownRedis starts a Redis only this test uses, for tests that stop, pause or
+// flush it, with a client that fails fast instead of retrying.
+func ownRedis(t *testing.T) (*testenv.Redis, *redis.Client) {
+	t.Helper()
+	r := testenv.NewRedis(t)
+	opt := r.Options()
+	opt.DialTimeout = 200 * time.Millisecond
+	opt.ReadTimeout = 500 * time.Millisecond
+	opt.WriteTimeout = 500 * time.Millisecond
+	opt.MaxRetries = -1
+	c := redis.NewClient(opt)
+	t.Cleanup(func() { c.Close() })
+	return r, c
+}

@@ -1,0 +1,134 @@
+package lease
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/fencelock/fencelock/fence"
+)
+
+// Option configures a Client.
+type Option func(*config) error
+
+type config struct {
+	prefix      string
+	driftFactor float64
+	minBackoff  time.Duration
+	maxBackoff  time.Duration
+	clockFloor  bool
+	counterTTL  time.Duration
+}
+
+func defaultConfig() config {
+	return config{
+		prefix:      "fencelock:",
+		driftFactor: 0.01,
+		minBackoff:  10 * time.Millisecond,
+		maxBackoff:  time.Second,
+	}
+}
+
+// WithPrefix sets the prefix of every Redis key and channel the client
+// uses. It must not contain '{' or '}'. The default is "fencelock:".
+func WithPrefix(p string) Option {
+	return func(c *config) error {
+		if strings.ContainsAny(p, "{}") || len(p) > 128 {
+			return fmt.Errorf("%w: prefix %q must be at most 128 bytes without braces", ErrInvalid, p)
+		}
+		c.prefix = p
+		return nil
+	}
+}
+
+// WithDriftFactor sets the clock-drift allowance. A lease's local deadline
+// is the start of the acquire (or refresh) plus ttl minus ttl*f + 2ms, so the
+// holder stops trusting its lease a little before Redis lets it expire.
+// f must be in [0, 0.5). The default is 0.01.
+func WithDriftFactor(f float64) Option {
+	return func(c *config) error {
+		if !(f >= 0 && f < 0.5) {
+			return fmt.Errorf("%w: drift factor %v is outside [0, 0.5)", ErrInvalid, f)
+		}
+		c.driftFactor = f
+		return nil
+	}
+}
+
+// WithBackoff sets the bounds of the jittered exponential backoff a waiting
+// Acquire uses between tries when no release message arrives (lost message,
+// or a lock that expires instead of being released). A waiter also wakes
+// when the holder's remaining ttl runs out. The defaults are 10ms and 1s.
+func WithBackoff(min, max time.Duration) Option {
+	return func(c *config) error {
+		if min <= 0 || max < min {
+			return fmt.Errorf("%w: backoff bounds %v..%v", ErrInvalid, min, max)
+		}
+		c.minBackoff, c.maxBackoff = min, max
+		return nil
+	}
+}
+
+// WithClockFloor makes every acquire lift the lock's counter to the Redis
+// server's clock (TIME, in microseconds) before incrementing it, so tokens
+// keep growing even if the counter is lost (restart without persistence,
+// failover to a replica that never saw it, eviction), as long as the serving
+// Redis clock is not behind the old one. Tokens then look like timestamps
+// (about 1.8e15 today, well below 2^53). Off by default.
+func WithClockFloor(on bool) Option {
+	return func(c *config) error { c.clockFloor = on; return nil }
+}
+
+// WithCounterTTL gives counter keys a ttl, refreshed on every acquire, so
+// that many one-off lock names do not leave counters behind forever. Only
+// safe together with WithClockFloor (or a verifier and Advance), because an
+// expired counter starts again from the floor. Zero, the default, keeps
+// counters forever.
+func WithCounterTTL(d time.Duration) Option {
+	return func(c *config) error {
+		if d < 0 || (d > 0 && d < time.Millisecond) {
+			return fmt.Errorf("%w: counter ttl %v", ErrInvalid, d)
+		}
+		c.counterTTL = d
+		return nil
+	}
+}
+
+// AcquireOption configures one acquisition.
+type AcquireOption func(*acquireConfig) error
+
+type acquireConfig struct {
+	holder    string
+	keepAlive bool
+	interval  time.Duration // keep-alive period; 0 means ttl/3
+}
+
+// WithHolder acquires under a known holder id instead of a fresh random one.
+// A process that saved its lease's Holder (and Token) can use it after a
+// restart: if that holder still has the lock, the lease is extended and the
+// same token is returned instead of failing. The id must be 1..64 bytes of
+// [A-Za-z0-9._-] and must be unique to one logical owner.
+func WithHolder(id string) AcquireOption {
+	return func(a *acquireConfig) error {
+		if err := fence.ValidateHolder(id); err != nil {
+			return fmt.Errorf("%w: %w", ErrInvalid, err)
+		}
+		a.holder = id
+		return nil
+	}
+}
+
+// WithKeepAlive starts a goroutine that refreshes the lease every interval
+// (ttl/3 when interval is 0) until it is released or lost. A refresh that
+// finds the lock gone ends the lease: Done closes and Err says why. A
+// refresh that fails with an I/O error is retried at the next tick; if none
+// succeeds before the local deadline, the lease is lost. Off by default.
+func WithKeepAlive(interval time.Duration) AcquireOption {
+	return func(a *acquireConfig) error {
+		if interval < 0 {
+			return fmt.Errorf("%w: keep-alive interval %v", ErrInvalid, interval)
+		}
+		a.keepAlive, a.interval = true, interval
+		return nil
+	}
+}
