@@ -119,7 +119,7 @@ func (c *Client) try(ctx context.Context, req request) (*Lease, script.AcquireRe
 		return nil, script.AcquireResult{}, fmt.Errorf("%w: %q: %w", ErrNotAcquired, req.name, err)
 	}
 	start := time.Now()
-	res, err := script.Acquire(ctx, c.rdb, req.keys, req.args)
+	res, err := c.acquire(ctx, req)
 	if err != nil {
 		if replyMayBeLost(err) {
 			c.releaseAfterLostReply(ctx, req)
@@ -135,6 +135,49 @@ func (c *Client) try(ctx context.Context, req request) (*Lease, script.AcquireRe
 	tok := fence.Token{Key: req.name, Seq: res.Seq, Holder: req.args.Holder}
 	return newLease(c, req, tok, start), res, nil
 }
+
+// acquire runs the acquire script, followed by WAIT when replica
+// acknowledgement is on.
+func (c *Client) acquire(ctx context.Context, req request) (script.AcquireResult, error) {
+	if c.cfg.replicas == 0 {
+		return script.Acquire(ctx, c.rdb, req.keys, req.args)
+	}
+	var node script.Pipeliner = c.rdb
+	if cc, ok := c.rdb.(*redis.ClusterClient); ok {
+		// WAIT has no key: send it down the connection of the lock's master.
+		n, err := cc.MasterForKey(ctx, req.keys.Lock)
+		if err != nil {
+			return script.AcquireResult{}, err
+		}
+		node = n
+	}
+	res, acked, err := script.AcquireAcked(ctx, node, req.keys, req.args, c.cfg.replicas, c.cfg.ackTimeout)
+	if err != nil || !res.Acquired || acked >= int64(c.cfg.replicas) {
+		return res, err
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+	defer cancel()
+	_, relErr := script.Release(rctx, c.rdb, req.keys, req.args.Holder)
+	return script.AcquireResult{}, errors.Join(&notReplicatedError{
+		name: req.name, seq: res.Seq, acked: acked, want: c.cfg.replicas, timeout: c.cfg.ackTimeout,
+	}, relErr)
+}
+
+// notReplicatedError wraps ErrNotReplicated with the figures.
+type notReplicatedError struct {
+	name    string
+	seq     uint64
+	acked   int64
+	want    int
+	timeout time.Duration
+}
+
+func (e *notReplicatedError) Error() string {
+	return fmt.Sprintf("%v: %q seq %d: %d of %d replicas acknowledged within %v; released",
+		ErrNotReplicated, e.name, e.seq, e.acked, e.want, e.timeout)
+}
+
+func (e *notReplicatedError) Unwrap() error { return ErrNotReplicated }
 
 // replyMayBeLost reports whether err leaves open that the script ran on the
 // server: anything but an error reply from Redis itself (a timeout, a

@@ -16,6 +16,11 @@ var (
 	// ErrReleased is a released lease's Err.
 	ErrReleased = errors.New("lease: released")
 
+	// ErrNotReplicated is returned by an acquire with WithReplicaAck when
+	// fewer replicas than asked acknowledged the lock in time; the lock was
+	// released again.
+	ErrNotReplicated = errors.New("lease: not acknowledged by enough replicas")
+
 	// ErrInvalid is returned, before any I/O, for bad input: a nil client, an
 	// empty, over-long or braced lock name, a ttl below one millisecond, a bad
 	// holder id or option.

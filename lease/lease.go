@@ -47,8 +47,13 @@ func newLease(c *Client, req request, tok fence.Token, start time.Time) *Lease {
 	return l
 }
 
-// Token returns the fencing token of this acquisition.
-func (l *Lease) Token() fence.Token { return l.tok }
+// Token returns the fencing token of this acquisition (or of its last
+// Reissue).
+func (l *Lease) Token() fence.Token {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.tok
+}
 
 // Name returns the lock name.
 func (l *Lease) Name() string { return l.tok.Key }
@@ -56,6 +61,33 @@ func (l *Lease) Name() string { return l.tok.Key }
 // Holder returns the holder id, to save for a re-acquire after a restart
 // (see WithHolder).
 func (l *Lease) Holder() string { return l.tok.Holder }
+
+// Reissue gives this lease a new token, greater than both the lock's
+// counter and floor, without letting go of the lock, and returns it. Use it
+// when a verifier rejected the lease's token because the storage has seen a
+// higher Seq (floor) than Redis remembers: the counter went backwards after
+// a restart, failover or eviction. If the lease is no longer held, the
+// lease ends and the error wraps ErrLost: then the rejection was deserved.
+func (l *Lease) Reissue(ctx context.Context, floor uint64) (fence.Token, error) {
+	if floor >= fence.MaxSeq {
+		return fence.Token{}, fmt.Errorf("%w: floor %d leaves no room below 2^53-1", ErrInvalid, floor)
+	}
+	if err := l.Err(); err != nil {
+		return fence.Token{}, err
+	}
+	seq, err := script.Reissue(ctx, l.c.rdb, l.keys, l.tok.Holder, floor)
+	if err != nil {
+		return fence.Token{}, fmt.Errorf("lease: reissue %q: %w", l.tok.Key, err)
+	}
+	if seq == 0 {
+		l.end(fmt.Errorf("%w: %q is no longer held by %s", ErrLost, l.tok.Key, l.tok.Holder))
+		return fence.Token{}, l.Err()
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.tok.Seq = seq
+	return l.tok, nil
+}
 
 // Deadline returns the local deadline: past it, the lease must be taken as
 // lost even if Redis has not expired the key yet.

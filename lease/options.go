@@ -18,6 +18,8 @@ type config struct {
 	maxBackoff  time.Duration
 	clockFloor  bool
 	counterTTL  time.Duration
+	replicas    int           // replica acknowledgement: 0 is off
+	ackTimeout  time.Duration // how long WAIT may block
 }
 
 func defaultConfig() config {
@@ -90,6 +92,22 @@ func WithCounterTTL(d time.Duration) Option {
 			return fmt.Errorf("%w: counter ttl %v", ErrInvalid, d)
 		}
 		c.counterTTL = d
+		return nil
+	}
+}
+
+// WithReplicaAck makes every acquire wait, with WAIT on the same connection
+// as the acquire script, until at least replicas replicas have the new lock
+// and counter, for at most timeout. When fewer acknowledge in time the lock
+// is released and the acquire fails with an error wrapping ErrNotReplicated,
+// instead of handing out a token that a failover could hand out again.
+// It costs a replication round trip per acquire. Off by default (replicas 0).
+func WithReplicaAck(replicas int, timeout time.Duration) Option {
+	return func(c *config) error {
+		if replicas < 0 || (replicas > 0 && timeout < time.Millisecond) {
+			return fmt.Errorf("%w: replica ack %d within %v", ErrInvalid, replicas, timeout)
+		}
+		c.replicas, c.ackTimeout = replicas, timeout
 		return nil
 	}
 }

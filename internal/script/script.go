@@ -68,12 +68,20 @@ type AcquireResult struct {
 
 // Acquire runs the acquire script.
 func Acquire(ctx context.Context, c redis.Scripter, k Keys, a AcquireArgs) (AcquireResult, error) {
-	args := []any{a.Holder, ms(a.TTL), flag(a.ClockFloor), ms(a.CounterTTL), flag(a.Reacquire)}
-	v, err := acquire.Run(ctx, c, []string{k.Lock, k.Counter}, args...).Slice()
+	v, err := acquire.Run(ctx, c, []string{k.Lock, k.Counter}, acquireArgs(a)...).Result()
 	if err != nil {
 		return AcquireResult{}, err
 	}
-	if len(v) != 2 {
+	return parseAcquire(v)
+}
+
+func acquireArgs(a AcquireArgs) []any {
+	return []any{a.Holder, ms(a.TTL), flag(a.ClockFloor), ms(a.CounterTTL), flag(a.Reacquire)}
+}
+
+func parseAcquire(reply any) (AcquireResult, error) {
+	v, ok := reply.([]any)
+	if !ok || len(v) != 2 {
 		return AcquireResult{}, fmt.Errorf("acquire script: unexpected reply %v", v)
 	}
 	code, _ := v[0].(int64)

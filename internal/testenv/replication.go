@@ -19,6 +19,9 @@ func StartReplicated(ctx context.Context, opt RedisOptions) (primary, replica *R
 	if err == nil {
 		err = replica.waitLinkUp(ctx)
 	}
+	if err == nil {
+		err = primary.waitReplicaOnline(ctx)
+	}
 	if err != nil {
 		closeAll([]*Redis{primary, replica})
 		return nil, nil, err
@@ -55,6 +58,25 @@ func (r *Redis) setReplicaOf(ctx context.Context, addr string) error {
 	r.replicaOf = addr
 	r.mu.Unlock()
 	return nil
+}
+
+// waitReplicaOnline waits until WAIT 1 on the primary is answered by a
+// replica. A replica whose link is up counts for WAIT only after its first
+// REPLCONF ACK, which it sends once a second.
+func (r *Redis) waitReplicaOnline(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, startTimeout)
+	defer cancel()
+	c := r.Client()
+	defer c.Close()
+	for {
+		n, err := c.Wait(ctx, 1, 100*time.Millisecond).Result()
+		if err == nil && n >= 1 {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return startError("replica of "+r.Addr()+" acknowledging", r.logPath(), 0, fmt.Errorf("%w (WAIT: %d, %v)", ctx.Err(), n, err))
+		}
+	}
 }
 
 // waitLinkUp polls INFO replication until master_link_status:up (at most 15s).

@@ -1,0 +1,157 @@
+package heal_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/fencelock/fencelock/fence"
+	"github.com/fencelock/fencelock/heal"
+	"github.com/fencelock/fencelock/internal/testenv"
+	"github.com/fencelock/fencelock/lease"
+	"github.com/fencelock/fencelock/verifier"
+)
+
+const lock = "accounts/7"
+
+// guarded is one fenced write to v: check and write in one step.
+func guarded(v *verifier.Memory, writes *int) func(context.Context, fence.Token) error {
+	return func(ctx context.Context, tok fence.Token) error {
+		return v.Do(ctx, lock, tok, func() error { *writes++; return nil })
+	}
+}
+
+// useLock acquires lock n times and writes through v each time.
+func useLock(t *testing.T, c *lease.Client, v *verifier.Memory, n int) {
+	t.Helper()
+	for i := 0; i < n; i++ {
+		l, err := c.TryAcquire(t.Context(), lock, time.Minute)
+		require.NoError(t, err)
+		require.NoError(t, v.Claim(t.Context(), lock, l.Token()))
+		require.NoError(t, l.Release(t.Context()))
+	}
+}
+
+// healsAfterCounterLoss checks what must hold once the counter was lost:
+// the next token is rejected (safe), heal.Write makes the write succeed, and
+// later acquisitions need no healing.
+func healsAfterCounterLoss(t *testing.T, c *lease.Client, v *verifier.Memory, highBefore uint64) {
+	ctx := t.Context()
+	l, err := c.TryAcquire(ctx, lock, time.Minute)
+	require.NoError(t, err)
+	require.LessOrEqual(t, l.Token().Seq, highBefore, "the counter went backwards")
+
+	writes := 0
+	err = guarded(v, &writes)(ctx, l.Token())
+	require.ErrorIs(t, err, verifier.ErrStale, "the verifier rejects the repeated Seq")
+	assert.Zero(t, writes)
+
+	require.NoError(t, heal.Write(ctx, l, guarded(v, &writes)), "healed without any manual step")
+	assert.Equal(t, 1, writes)
+	assert.Greater(t, l.Token().Seq, highBefore)
+	seq, _ := v.Highest(lock)
+	assert.Equal(t, l.Token().Seq, seq)
+	require.NoError(t, l.Release(ctx))
+
+	next, err := c.TryAcquire(ctx, lock, time.Minute)
+	require.NoError(t, err)
+	assert.NoError(t, guarded(v, &writes)(ctx, next.Token()), "the counter is past the storage again")
+	require.NoError(t, next.Release(ctx))
+}
+
+func TestRestartWithoutPersistence(t *testing.T) {
+	r := testenv.NewRedis(t)
+	rdb := r.Client()
+	t.Cleanup(func() { rdb.Close() })
+	c, err := lease.New(rdb)
+	require.NoError(t, err)
+	v := verifier.NewMemory()
+	useLock(t, c, v, 5)
+
+	require.NoError(t, r.Kill())
+	require.NoError(t, r.Start(t.Context()))
+	healsAfterCounterLoss(t, c, v, 5)
+}
+
+func TestCounterEvicted(t *testing.T) {
+	r := testenv.NewRedis(t, testenv.RedisOptions{Args: []string{"--maxmemory-policy", "allkeys-lru"}})
+	rdb := r.Client()
+	t.Cleanup(func() { rdb.Close() })
+	ctx := t.Context()
+	c, err := lease.New(rdb)
+	require.NoError(t, err)
+	v := verifier.NewMemory()
+	useLock(t, c, v, 5)
+
+	// Memory pressure: cap memory just above what is used, then fill it.
+	used, err := rdb.MemoryUsage(ctx, "fencelock:{"+lock+"}:fence").Result()
+	require.NoError(t, err)
+	require.Positive(t, used)
+	info, err := rdb.Info(ctx, "memory").Result()
+	require.NoError(t, err)
+	var usedMem string
+	for _, line := range strings.Split(info, "\r\n") {
+		if v, ok := strings.CutPrefix(line, "used_memory:"); ok {
+			usedMem = v
+		}
+	}
+	require.NotEmpty(t, usedMem)
+	require.NoError(t, rdb.ConfigSet(ctx, "maxmemory", "4mb").Err())
+	filler := strings.Repeat("x", 10_000)
+	evicted := false
+	for i := 0; i < 5000 && !evicted; i++ {
+		require.NoError(t, rdb.Set(ctx, "filler:"+time.Now().Format(time.RFC3339Nano), filler, 0).Err())
+		n, err := rdb.Exists(ctx, "fencelock:{"+lock+"}:fence").Result()
+		require.NoError(t, err)
+		evicted = n == 0
+	}
+	require.True(t, evicted, "the counter was evicted (used_memory was %s)", usedMem)
+	require.NoError(t, rdb.ConfigSet(ctx, "maxmemory", "0").Err())
+
+	healsAfterCounterLoss(t, c, v, 5)
+}
+
+func TestNoHealForALostLease(t *testing.T) {
+	r := testenv.NewRedis(t)
+	rdb := r.Client()
+	t.Cleanup(func() { rdb.Close() })
+	ctx := t.Context()
+	c, err := lease.New(rdb, lease.WithDriftFactor(0))
+	require.NoError(t, err)
+	v := verifier.NewMemory()
+
+	old, err := c.TryAcquire(ctx, lock, 30*time.Millisecond)
+	require.NoError(t, err)
+	time.Sleep(50 * time.Millisecond) // old pauses past its ttl
+	cur, err := c.TryAcquire(ctx, lock, time.Minute)
+	require.NoError(t, err)
+	writes := 0
+	require.NoError(t, guarded(v, &writes)(ctx, cur.Token()))
+
+	err = heal.Write(ctx, old, guarded(v, &writes))
+	require.ErrorIs(t, err, verifier.ErrStale, "a deserved rejection stands")
+	assert.Equal(t, 1, writes)
+	assert.Equal(t, cur.Token().Seq, func() uint64 { s, _ := v.Highest(lock); return s }())
+
+	// A rejection that keeps coming is bounded by the attempts.
+	calls := 0
+	always := func(ctx context.Context, tok fence.Token) error {
+		calls++
+		return &verifier.StaleError{Resource: lock, Token: tok, Highest: tok.Seq + 1000}
+	}
+	err = heal.Write(ctx, cur, always, heal.WithAttempts(2))
+	require.ErrorIs(t, err, verifier.ErrStale)
+	assert.Equal(t, 3, calls)
+
+	// Other errors pass through untouched.
+	boom := errors.New("disk full")
+	err = heal.Write(ctx, cur, func(context.Context, fence.Token) error { return boom })
+	assert.Same(t, boom, err)
+	var _ redis.UniversalClient = rdb
+}
