@@ -2,7 +2,7 @@ package lease_test
 
 import (
 	"context"
-	"errors"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -457,4 +457,28 @@ func numSub(t *testing.T, channel string) int {
 	return int(m[channel])
 }
 
-var _ = errors.Is
+
+// TestNoGoroutineLeak: waiting acquires that time out, keep-alives that end
+// and releases leave no goroutine behind.
+func TestNoGoroutineLeak(t *testing.T) {
+	c := newClient(t)
+	n := name(t)
+	before := runtime.NumGoroutine()
+	holder, err := c.TryAcquire(t.Context(), n, time.Minute, lease.WithKeepAlive(10*time.Millisecond))
+	require.NoError(t, err)
+	var wg sync.WaitGroup
+	for i := 0; i < 20; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+			defer cancel()
+			_, err := c.Acquire(ctx, n, time.Minute)
+			assert.ErrorIs(t, err, context.DeadlineExceeded)
+		}()
+	}
+	wg.Wait()
+	require.NoError(t, holder.Release(t.Context()))
+	assert.Eventually(t, func() bool { return runtime.NumGoroutine() <= before }, 5*time.Second, 10*time.Millisecond,
+		"goroutines: %d before, %d after", before, runtime.NumGoroutine())
+}
