@@ -92,9 +92,15 @@ func TestFailoverToLaggingReplica(t *testing.T) {
 	t.Run("with ack: the unreplicated acquire fails and is released", func(t *testing.T) {
 		primary, replica := testenv.NewReplicated(t)
 		pc := fastClient(t, primary)
+		patient, err := lease.New(pc, lease.WithReplicaAck(1, 5*time.Second))
+		require.NoError(t, err)
+		l, err := patient.TryAcquire(ctx, lock, time.Minute)
+		require.NoError(t, err, "acknowledged while the replica keeps up")
+		require.NoError(t, l.Release(ctx))
+
 		a, err := lease.New(pc, lease.WithReplicaAck(1, 200*time.Millisecond))
 		require.NoError(t, err)
-		l, err := a.TryAcquire(ctx, lock, time.Minute)
+		l, err = a.TryAcquire(ctx, lock, time.Minute)
 		require.NoError(t, err, "acknowledged while the replica keeps up")
 		require.NoError(t, l.Release(ctx))
 

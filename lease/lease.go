@@ -205,7 +205,8 @@ func (l *Lease) keepAlive(ctx context.Context, ttl, every time.Duration) {
 			return
 		case <-t.C:
 		}
-		rctx, cancel := context.WithTimeout(ctx, every)
+		// A slow refresh may take until the deadline; after that it is moot.
+		rctx, cancel := context.WithDeadline(ctx, l.Deadline())
 		_ = l.Refresh(rctx, ttl) // loss ends the lease; I/O errors retry next tick
 		cancel()
 	}
