@@ -1,0 +1,23 @@
+// Package migrations holds the SQL schema of fencelock's PostgreSQL
+// verifier (package pgverifier) as numbered up/down files, embedded in [FS].
+//
+// The files follow golang-migrate's naming (NNNNNN_name.up.sql and
+// NNNNNN_name.down.sql at the root of FS), so they can be run by
+// golang-migrate through its iofs source:
+//
+//	src, err := iofs.New(migrations.FS, ".")
+//	m, err := migrate.NewWithSourceInstance("iofs", src, "postgres://...&x-migrations-table=fencelock_schema_migrations")
+//	err = m.Up()
+//
+// Give golang-migrate its own migrations table (x-migrations-table) so these
+// versions do not mix with the application's. Or copy the files into the
+// application's own migration tool.
+//
+// Without a migration tool, [Apply] runs the up files that have not run yet,
+// and records them in the table fencelock_migrations. It is safe to call at
+// every start-up, from many processes at once.
+//
+// The schema creates the table fence_tokens. A pgverifier configured with
+// another table name needs that table created the same way, under the
+// other name.
+package migrations

@@ -1,0 +1,81 @@
+package verifier
+
+import (
+	"context"
+	"sync"
+
+	"github.com/fencelock/fencelock/fence"
+)
+
+// Memory is a verifier for resources that live inside one process: a map, a
+// file the process alone writes, an in-memory cache. It keeps the high-water
+// of each resource in memory, so it forgets everything when the process
+// exits; use it where the protected data forgets too.
+//
+// The zero Memory is ready to use. A Memory must not be copied after first
+// use. Its methods are safe for concurrent use. It keeps one small entry per
+// resource it has accepted a token for and never drops them.
+type Memory struct {
+	locks keyLock // serializes Claim and Do per resource
+
+	mu   sync.Mutex
+	high map[string]fence.Token
+}
+
+var _ Verifier = (*Memory)(nil)
+
+// NewMemory returns an empty in-memory verifier.
+func NewMemory() *Memory { return new(Memory) }
+
+// Claim accepts tok for resource and raises the high-water to it, or
+// returns a *StaleError. See [Verifier] for the errors.
+func (m *Memory) Claim(ctx context.Context, resource string, tok fence.Token) error {
+	return m.Do(ctx, resource, tok, nil)
+}
+
+// Do runs write only if tok is accepted for resource, as one step: no other
+// Claim or Do for the same resource runs between the check and the end of
+// write. The high-water is raised to tok only when write returns nil (or is
+// nil), so a failed write leaves it as it was; Do then returns write's error.
+// A rejected token returns a *StaleError and write is not called.
+//
+// Do waits for other calls on the same resource until ctx ends. write must
+// not call Claim or Do for the same resource on m: it would wait for itself.
+func (m *Memory) Do(ctx context.Context, resource string, tok fence.Token, write func() error) error {
+	if err := ValidateClaim(resource, tok); err != nil {
+		return err
+	}
+	unlock, err := m.locks.lock(ctx, resource)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+
+	m.mu.Lock()
+	high, seen := m.high[resource]
+	m.mu.Unlock()
+	if seen && !tok.Supersedes(high) {
+		return &StaleError{Resource: resource, Token: tok, Highest: high.Seq, HighestHolder: high.Holder}
+	}
+	if write != nil {
+		if err := write(); err != nil {
+			return err
+		}
+	}
+	m.mu.Lock()
+	if m.high == nil {
+		m.high = make(map[string]fence.Token)
+	}
+	m.high[resource] = tok
+	m.mu.Unlock()
+	return nil
+}
+
+// Highest returns the high-water of resource: the highest Seq accepted and
+// the holder that presented it, or 0 and "" if no token was accepted yet.
+func (m *Memory) Highest(resource string) (seq uint64, holder string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	t := m.high[resource]
+	return t.Seq, t.Holder
+}

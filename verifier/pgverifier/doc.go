@@ -1,0 +1,60 @@
+// Package pgverifier checks fencing tokens in PostgreSQL, in the same
+// transaction as the write they protect.
+//
+// Each resource's high-water (the highest token it accepted) is a row of the
+// fence_tokens table, created by package migrations. The guard is one
+// statement,
+//
+//	INSERT INTO fence_tokens AS f (resource, seq, holder, updated_at) VALUES ($1, $2, $3, now())
+//	ON CONFLICT (resource) DO UPDATE SET seq = excluded.seq, holder = excluded.holder, ...
+//	    WHERE excluded.seq > f.seq OR (excluded.seq = f.seq AND excluded.holder = f.holder)
+//	RETURNING seq
+//
+// which returns a row only when the token is accepted. It is safe under READ
+// COMMITTED: the row lock makes concurrent guards of one resource wait for
+// each other, and each sees the latest high-water. It locks the row until
+// the transaction ends, so a guard at the start of a transaction fences
+// everything the transaction then reads and writes.
+//
+// # Three ways to fence a write
+//
+//   - [Verifier.WithTx]: begin, guard, run your function with the
+//     transaction, commit. The general read-modify-write; one round trip more
+//     than the same transaction unguarded.
+//   - [Verifier.Exec]: one statement, sent together with the guard, so it
+//     costs no round trip more than the statement alone in a transaction.
+//   - [Verifier.Guard] in your own transaction, e.g. to fence several
+//     resources (guard them in a fixed order, to avoid deadlocks) or with
+//     another isolation level.
+//
+// [Verifier.Claim] runs the guard on its own, committed at once: it raises
+// the high-water so that older holders are turned away from then on, but it
+// does not by itself fence a write made later in another transaction.
+//
+// # Per-row fence columns
+//
+// When the protected data is one row per resource, the high-water can live
+// in the row itself, with no fence_tokens table and no extra statement:
+//
+//	ALTER TABLE items ADD COLUMN fence_seq bigint NOT NULL DEFAULT 0,
+//	                  ADD COLUMN fence_holder text NOT NULL DEFAULT '';
+//
+//	UPDATE items SET value = $4, fence_seq = $2, fence_holder = $3
+//	WHERE id = $1 AND (fence_seq < $2 OR (fence_seq = $2 AND fence_holder = $3))
+//
+// with $2 = int64(tok.Seq) and $3 = tok.Holder. One row affected means
+// accepted; none means the token is stale (or the row does not exist): read
+// fence_seq and fence_holder to tell which, and return a
+// *verifier.StaleError{Resource, Token, Highest, HighestHolder}. The UPDATE
+// checks and writes in one statement, but it does not claim before read: a
+// read-modify-write must compute the new value in the same statement
+// (SET value = value + $4) or first run the fenced UPDATE with no change but
+// the fence columns, in the transaction that then reads and writes.
+//
+// # Durability
+//
+// An accepted token must survive a crash, or a stale holder could be
+// accepted after it. Keep synchronous_commit on for the transactions that
+// guard, and fail over only to a synchronous standby. Like every fencelock
+// verifier, it helps only if every writer of a resource goes through it.
+package pgverifier

@@ -1,0 +1,174 @@
+package pgverifier
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/fencelock/fencelock/fence"
+	"github.com/fencelock/fencelock/verifier"
+)
+
+var (
+	//go:embed guard.sql
+	guardSQL string
+	//go:embed highest.sql
+	highestSQL string
+)
+
+// Querier runs a statement that returns at most one row. *pgxpool.Pool,
+// *pgx.Conn and pgx.Tx all satisfy it.
+type Querier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// DB is a Querier that can also begin a transaction. *pgxpool.Pool,
+// *pgx.Conn and pgx.Tx (which begins a savepoint) all satisfy it.
+type DB interface {
+	Querier
+	Begin(ctx context.Context) (pgx.Tx, error)
+}
+
+// DefaultTable is the table the verifier uses unless [WithTable] says
+// otherwise; package migrations creates it.
+const DefaultTable = "fence_tokens"
+
+// Option configures a Verifier.
+type Option func(*config)
+
+type config struct {
+	table pgx.Identifier
+}
+
+// WithTable sets the high-water table, as one name or as schema and name
+// ("app", "fence_tokens"). Each part is quoted as an identifier, so it is
+// used verbatim, case included. The table must have the columns of the one
+// in package migrations. The default is DefaultTable, found through the
+// search_path.
+func WithTable(parts ...string) Option {
+	return func(c *config) { c.table = pgx.Identifier(parts) }
+}
+
+// Verifier is a fencing-token verifier on PostgreSQL. It keeps each
+// resource's high-water in a table (see package migrations) and checks
+// tokens with one guard statement that can run in the caller's transaction,
+// next to the data it protects. It is safe for concurrent use if its DB is
+// (a *pgxpool.Pool is; a *pgx.Conn or a pgx.Tx is not).
+type Verifier struct {
+	db         DB
+	table      string // quoted
+	guardSQL   string
+	highestSQL string
+}
+
+var _ verifier.Verifier = (*Verifier)(nil)
+
+// identPart matches a valid part of a table name: PostgreSQL truncates
+// identifiers past 63 bytes, and pgx drops NUL bytes; both would silently
+// name another table.
+var identPart = regexp.MustCompile(`^[^\x00]{1,63}$`)
+
+// New returns a verifier that runs Claim and WithTx on db. It does no I/O:
+// the table must exist (see package migrations) before the first call.
+func New(db DB, opts ...Option) (*Verifier, error) {
+	if db == nil {
+		return nil, errors.New("pgverifier: nil DB")
+	}
+	c := config{table: pgx.Identifier{DefaultTable}}
+	for _, o := range opts {
+		o(&c)
+	}
+	if len(c.table) == 0 || len(c.table) > 2 {
+		return nil, fmt.Errorf("pgverifier: table name has %d parts, want 1 or 2", len(c.table))
+	}
+	for _, p := range c.table {
+		if !identPart.MatchString(p) {
+			return nil, fmt.Errorf("pgverifier: table name part %q must be 1 to 63 bytes without NUL", p)
+		}
+	}
+	table := c.table.Sanitize()
+	return &Verifier{
+		db:         db,
+		table:      table,
+		guardSQL:   strings.ReplaceAll(guardSQL, "{{table}}", table),
+		highestSQL: strings.ReplaceAll(highestSQL, "{{table}}", table),
+	}, nil
+}
+
+// Claim checks tok for resource and raises the resource's high-water to it,
+// as one statement on the verifier's DB (committed at once, unless that DB is
+// a transaction). It returns a *verifier.StaleError when tok is rejected; see
+// [verifier.Verifier] for the other errors.
+//
+// Claim alone does not fence a later write in another transaction. Use
+// [Verifier.WithTx], or [Verifier.Guard] in your own transaction, or the
+// per-row fence columns described in the package documentation.
+func (v *Verifier) Claim(ctx context.Context, resource string, tok fence.Token) error {
+	return v.Guard(ctx, v.db, resource, tok)
+}
+
+// Guard runs the guard statement on q: usually the caller's transaction,
+// which it makes the holder of the resource's high-water row until it ends.
+// Run it before the transaction reads what it will write (claim before
+// read). If the transaction rolls back, so does the raised high-water.
+//
+// It returns nil when tok is accepted and a *verifier.StaleError when it is
+// not; a rejection leaves the transaction usable, so the caller decides
+// whether to roll back (it should). Other errors come from the database,
+// unchanged in the chain (errors.As with *pgconn.PgError works), and then
+// the transaction is aborted.
+func (v *Verifier) Guard(ctx context.Context, q Querier, resource string, tok fence.Token) error {
+	if err := verifier.ValidateClaim(resource, tok); err != nil {
+		return err
+	}
+	var seq int64
+	err := q.QueryRow(ctx, v.guardSQL, resource, int64(tok.Seq), tok.Holder).Scan(&seq)
+	if err == nil {
+		return nil
+	}
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("pgverifier: guard %q: %w", resource, err)
+	}
+	// Rejected. This second statement sees the latest committed high-water
+	// (the guard waited for, and locked, the row), unlike a CTE in the guard
+	// itself, which would read the statement's older snapshot.
+	high, holder, err := v.highest(ctx, q, resource)
+	if err != nil {
+		return fmt.Errorf("pgverifier: guard %q rejected %v, and reading the high-water failed: %w", resource, tok, err)
+	}
+	return &verifier.StaleError{Resource: resource, Token: tok, Highest: high, HighestHolder: holder}
+}
+
+// Highest returns the high-water of resource: the highest Seq it accepted
+// and the holder that presented it, or 0 and "" if it has none.
+func (v *Verifier) Highest(ctx context.Context, resource string) (seq uint64, holder string, err error) {
+	if err := verifier.ValidateResource(resource); err != nil {
+		return 0, "", err
+	}
+	seq, holder, err = v.highest(ctx, v.db, resource)
+	if err != nil {
+		return 0, "", fmt.Errorf("pgverifier: high-water of %q: %w", resource, err)
+	}
+	return seq, holder, nil
+}
+
+func (v *Verifier) highest(ctx context.Context, q Querier, resource string) (uint64, string, error) {
+	var seq int64
+	var holder string
+	err := q.QueryRow(ctx, v.highestSQL, resource).Scan(&seq, &holder)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, "", nil
+	}
+	if err != nil {
+		return 0, "", err
+	}
+	return uint64(seq), holder, nil
+}
+
+// Table returns the quoted name of the high-water table, ready to put in SQL.
+func (v *Verifier) Table() string { return v.table }

@@ -1,0 +1,182 @@
+package pgverifier_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/fencelock/fencelock/fence"
+	"github.com/fencelock/fencelock/verifier/internal/verifiertest"
+	"github.com/fencelock/fencelock/verifier/pgverifier"
+)
+
+// raceSetup gives two holders, A (token 1) and B (token 2), each with its own
+// connection and verifier, and an account at 100 guarded by resource res.
+// A adds 10 and B adds 20: a correct outcome is 130, or 120 with A told
+// that its write failed.
+type raceSetup struct {
+	res, account string
+	connA, connB *pgx.Conn
+	vA, vB       *pgverifier.Verifier
+	tokA, tokB   fence.Token
+}
+
+func newRace(t *testing.T) *raceSetup {
+	t.Helper()
+	ctx := t.Context()
+	s := &raceSetup{
+		res:     verifiertest.Resource(t, "acct"),
+		account: verifiertest.Resource(t, "id"),
+		connA:   connect(t, dsn),
+		connB:   connect(t, dsn),
+		tokA:    verifiertest.Tok(1, "a"),
+		tokB:    verifiertest.Tok(2, "b"),
+	}
+	_, err := s.connA.Exec(ctx, `CREATE TABLE IF NOT EXISTS accounts (id text PRIMARY KEY, balance bigint NOT NULL)`)
+	require.NoError(t, err)
+	_, err = s.connA.Exec(ctx, `INSERT INTO accounts VALUES ($1, 100)`, s.account)
+	require.NoError(t, err)
+	s.vA, err = pgverifier.New(s.connA)
+	require.NoError(t, err)
+	s.vB, err = pgverifier.New(s.connB)
+	require.NoError(t, err)
+	return s
+}
+
+// read reads the balance in the test's goroutine.
+func (s *raceSetup) read(t *testing.T, q pgverifier.Querier) int64 {
+	t.Helper()
+	bal, err := s.balance(t.Context(), q)
+	require.NoError(t, err)
+	return bal
+}
+
+// balance reads the balance; for fn of WithTx, which may run in another
+// goroutine.
+func (s *raceSetup) balance(ctx context.Context, q pgverifier.Querier) (int64, error) {
+	var bal int64
+	err := q.QueryRow(ctx, `SELECT balance FROM accounts WHERE id = $1`, s.account).Scan(&bal)
+	return bal, err
+}
+
+// addTo is a read-modify-write in tx that adds n to the balance.
+func (s *raceSetup) addTo(ctx context.Context, tx pgx.Tx, n int64) error {
+	bal, err := s.balance(ctx, tx)
+	if err != nil {
+		return err
+	}
+	return s.write(ctx, tx, bal+n)
+}
+
+func (s *raceSetup) write(ctx context.Context, tx pgx.Tx, bal int64) error {
+	_, err := tx.Exec(ctx, `UPDATE accounts SET balance = $2 WHERE id = $1`, s.account, bal)
+	return err
+}
+
+// TestReadModifyWriteRace plays Kleppmann's read-modify-write race (A reads
+// and pauses; B gets the lock, reads and writes; A wakes and writes) with
+// three ways of fencing.
+func TestReadModifyWriteRace(t *testing.T) {
+	// Checking the token only at write time loses A's update: both writes
+	// carry tokens that are the newest the resource has seen when they
+	// arrive, so both pass, and B's, computed from the balance before A's
+	// write, overwrites it.
+	t.Run("write-only check loses an update", func(t *testing.T) {
+		ctx := t.Context()
+		s := newRace(t)
+		balA := s.read(t, s.connA) // A reads, then pauses
+		balB := s.read(t, s.connB) // B reads (it has not checked its token yet)
+		require.NoError(t, s.vA.WithTx(ctx, s.res, s.tokA, func(tx pgx.Tx) error { return s.write(ctx, tx, balA+10) }))
+		require.NoError(t, s.vB.WithTx(ctx, s.res, s.tokB, func(tx pgx.Tx) error { return s.write(ctx, tx, balB+20) }))
+		assert.Equal(t, int64(120), s.read(t, s.connA), "both writes were accepted and A's +10 is gone")
+	})
+
+	// Guard first, in the transaction that reads and writes: B's guard waits
+	// for A's transaction, then B reads A's result.
+	t.Run("guard first in one transaction", func(t *testing.T) {
+		ctx := t.Context()
+		s := newRace(t)
+		aRead, aGo := make(chan struct{}), make(chan struct{})
+		aDone := make(chan error, 1)
+		go func() {
+			aDone <- s.vA.WithTx(ctx, s.res, s.tokA, func(tx pgx.Tx) error {
+				bal, err := s.balance(ctx, tx)
+				close(aRead)
+				if err != nil {
+					return err
+				}
+				<-aGo // A pauses holding its transaction
+				return s.write(ctx, tx, bal+10)
+			})
+		}()
+		<-aRead
+		bIn := make(chan struct{})
+		bDone := make(chan error, 1)
+		go func() {
+			bDone <- s.vB.WithTx(ctx, s.res, s.tokB, func(tx pgx.Tx) error {
+				close(bIn)
+				return s.addTo(ctx, tx, 20)
+			})
+		}()
+		select {
+		case <-bIn:
+			t.Fatal("B got past its guard while A's transaction held the high-water row")
+		case err := <-bDone:
+			t.Fatalf("B finished while A was paused: %v", err)
+		case <-time.After(200 * time.Millisecond):
+		}
+		close(aGo)
+		require.NoError(t, <-aDone)
+		require.NoError(t, <-bDone)
+		assert.Equal(t, int64(130), s.read(t, s.connA), "no update lost")
+	})
+
+	// If A pauses for long, its open transaction would hold B up; a session
+	// timeout ends A's transaction, B proceeds, and A's write fails loudly.
+	t.Run("guard first, paused transaction timed out", func(t *testing.T) {
+		ctx := t.Context()
+		s := newRace(t)
+		_, err := s.connA.Exec(ctx, `SET idle_in_transaction_session_timeout = '300ms'`)
+		require.NoError(t, err)
+		aRead, aGo := make(chan struct{}), make(chan struct{})
+		aDone := make(chan error, 1)
+		go func() {
+			aDone <- s.vA.WithTx(ctx, s.res, s.tokA, func(tx pgx.Tx) error {
+				bal, err := s.balance(ctx, tx)
+				close(aRead)
+				if err != nil {
+					return err
+				}
+				<-aGo
+				return s.write(ctx, tx, bal+10)
+			})
+		}()
+		<-aRead
+		require.NoError(t, s.vB.WithTx(ctx, s.res, s.tokB, func(tx pgx.Tx) error {
+			return s.addTo(ctx, tx, 20)
+		}), "B waits for the server to end A's idle transaction")
+		close(aGo)
+		require.Error(t, <-aDone, "A learns that its write did not happen")
+		assert.Equal(t, int64(120), s.read(t, s.connB))
+		requireHighest(t, s.vB, s.res, 2, "b")
+	})
+
+	// Claim before read in a statement of its own, and fence the write
+	// again: A's write is rejected because B claimed in between.
+	t.Run("claim before read, fenced write", func(t *testing.T) {
+		ctx := t.Context()
+		s := newRace(t)
+		require.NoError(t, s.vA.Claim(ctx, s.res, s.tokA))
+		balA := s.read(t, s.connA)
+		require.NoError(t, s.vB.Claim(ctx, s.res, s.tokB))
+		balB := s.read(t, s.connB)
+		err := s.vA.WithTx(ctx, s.res, s.tokA, func(tx pgx.Tx) error { return s.write(ctx, tx, balA+10) })
+		verifiertest.RequireStale(t, err, s.tokA, 2, "b")
+		require.NoError(t, s.vB.WithTx(ctx, s.res, s.tokB, func(tx pgx.Tx) error { return s.write(ctx, tx, balB+20) }))
+		assert.Equal(t, int64(120), s.read(t, s.connA), "only B's write landed; A got an error, not a silent loss")
+	})
+}

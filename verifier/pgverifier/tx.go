@@ -1,0 +1,105 @@
+package pgverifier
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/fencelock/fencelock/fence"
+	"github.com/fencelock/fencelock/verifier"
+)
+
+// WithTx fences a read-modify-write: it begins a transaction on the
+// verifier's DB, runs the guard for tok on resource first, then fn with the
+// transaction, and commits.
+//
+// Because the guard comes first, the transaction holds the resource's
+// high-water row from before fn reads anything until it commits: a holder
+// with an older token waits and is then rejected, and a holder with a newer
+// token waits and then reads what fn wrote. No update is lost, whatever
+// pauses either holder takes.
+//
+// When tok is rejected, fn is not called and WithTx returns a
+// *verifier.StaleError. When fn returns an error (or panics), the
+// transaction rolls back, the high-water stays where it was, and WithTx
+// returns fn's error. A failed commit is returned as is: the write and the
+// raised high-water are then both in or both out, never one without the
+// other.
+func (v *Verifier) WithTx(ctx context.Context, resource string, tok fence.Token, fn func(tx pgx.Tx) error) error {
+	if err := verifier.ValidateClaim(resource, tok); err != nil {
+		return err
+	}
+	tx, err := v.db.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("pgverifier: begin: %w", err)
+	}
+	// After a commit this is a no-op (pgx.ErrTxClosed). On a broken
+	// connection it fails too, and the server rolls back by itself.
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	if err := v.Guard(ctx, tx, resource, tok); err != nil {
+		return err
+	}
+	if err := fn(tx); err != nil {
+		return err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("pgverifier: commit %q: %w", resource, err)
+	}
+	return nil
+}
+
+// Exec fences one statement: in a transaction on the verifier's DB it sends
+// the guard for tok and then sql in a single round trip, and commits if the
+// token was accepted. It costs the same round trips as sql alone in a
+// transaction (begin, statement, commit), so it suits writes that need no
+// read in Go first, such as
+//
+//	UPDATE accounts SET balance = balance + $2 WHERE id = $1
+//
+// The server runs the guard before sql, so sql reads and writes only after
+// the resource's high-water row is locked (claim before read). When tok is
+// rejected, sql's effects are rolled back and Exec returns a
+// *verifier.StaleError; when sql fails, the high-water stays where it was.
+func (v *Verifier) Exec(ctx context.Context, resource string, tok fence.Token, sql string, args ...any) (pgconn.CommandTag, error) {
+	if err := verifier.ValidateClaim(resource, tok); err != nil {
+		return pgconn.CommandTag{}, err
+	}
+	tx, err := v.db.Begin(ctx)
+	if err != nil {
+		return pgconn.CommandTag{}, fmt.Errorf("pgverifier: begin: %w", err)
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+
+	b := &pgx.Batch{}
+	b.Queue(v.guardSQL, resource, int64(tok.Seq), tok.Holder)
+	b.Queue(sql, args...)
+	br := tx.SendBatch(ctx, b)
+	var seq int64
+	guardErr := br.QueryRow().Scan(&seq)
+	tag, execErr := br.Exec()
+	closeErr := br.Close()
+	switch {
+	case errors.Is(guardErr, pgx.ErrNoRows):
+		if err := tx.Rollback(ctx); err != nil {
+			return pgconn.CommandTag{}, fmt.Errorf("pgverifier: rollback after a rejected token: %w", err)
+		}
+		high, holder, err := v.highest(ctx, v.db, resource)
+		if err != nil {
+			return pgconn.CommandTag{}, fmt.Errorf("pgverifier: guard %q rejected %v, and reading the high-water failed: %w", resource, tok, err)
+		}
+		return pgconn.CommandTag{}, &verifier.StaleError{Resource: resource, Token: tok, Highest: high, HighestHolder: holder}
+	case guardErr != nil:
+		return pgconn.CommandTag{}, fmt.Errorf("pgverifier: guard %q: %w", resource, guardErr)
+	case execErr != nil:
+		return pgconn.CommandTag{}, execErr
+	case closeErr != nil:
+		return pgconn.CommandTag{}, closeErr
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return pgconn.CommandTag{}, fmt.Errorf("pgverifier: commit %q: %w", resource, err)
+	}
+	return tag, nil
+}

@@ -1,0 +1,163 @@
+package redisverifier
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/fencelock/fencelock/fence"
+	"github.com/fencelock/fencelock/verifier"
+)
+
+var (
+	//go:embed check.lua
+	checkSrc string
+	//go:embed fenced.lua
+	fencedSrc string
+	//go:embed custom.lua
+	customSrc string
+	//go:embed highest.lua
+	highestSrc string
+
+	fencedScript  = redis.NewScript(checkSrc + "\n" + fencedSrc)
+	highestScript = redis.NewScript(highestSrc)
+)
+
+// DefaultPrefix is the prefix of high-water keys unless [WithPrefix] says
+// otherwise.
+const DefaultPrefix = "fencelock:hw:"
+
+// Option configures a Verifier.
+type Option func(*Verifier)
+
+// WithPrefix sets the prefix of the high-water keys: the high-water of
+// resource R is the hash PREFIX+R. The default is DefaultPrefix.
+func WithPrefix(prefix string) Option {
+	return func(v *Verifier) { v.prefix = prefix }
+}
+
+// Verifier is a fencing-token verifier for data kept in Redis. Each
+// resource's high-water is a hash in the same Redis, and every fenced write
+// is one Lua script that checks the token and makes the write only if the
+// token is accepted. It is safe for concurrent use.
+type Verifier struct {
+	rdb    redis.Scripter
+	prefix string
+}
+
+var _ verifier.Verifier = (*Verifier)(nil)
+
+// New returns a verifier that runs its scripts on rdb (a *redis.Client,
+// *redis.ClusterClient, *redis.Ring or redis.UniversalClient).
+func New(rdb redis.Scripter, opts ...Option) *Verifier {
+	v := &Verifier{rdb: rdb, prefix: DefaultPrefix}
+	for _, o := range opts {
+		o(v)
+	}
+	return v
+}
+
+// Key returns the Redis key that holds the high-water of resource.
+func (v *Verifier) Key(resource string) string { return v.prefix + resource }
+
+// Claim checks tok for resource and raises the resource's high-water to it,
+// with no other write. See [verifier.Verifier] for the errors.
+func (v *Verifier) Claim(ctx context.Context, resource string, tok fence.Token) error {
+	_, err := v.run(ctx, fencedScript, resource, tok, nil, "claim")
+	return err
+}
+
+// Set runs SET key value (with PX ttl when ttl > 0) only if tok is accepted
+// for resource, and raises the high-water in the same script.
+func (v *Verifier) Set(ctx context.Context, resource string, tok fence.Token, key string, value any, ttl time.Duration) error {
+	if ttl < 0 {
+		return fmt.Errorf("redisverifier: negative ttl %v", ttl)
+	}
+	if ttl > 0 && ttl < time.Millisecond {
+		ttl = time.Millisecond
+	}
+	_, err := v.run(ctx, fencedScript, resource, tok, []string{key}, "set", value, ttl.Milliseconds())
+	return err
+}
+
+// HSet runs HSET key field value [field value ...] only if tok is accepted
+// for resource, and raises the high-water in the same script.
+func (v *Verifier) HSet(ctx context.Context, resource string, tok fence.Token, key string, fieldValues ...any) error {
+	if len(fieldValues) == 0 || len(fieldValues)%2 != 0 {
+		return fmt.Errorf("redisverifier: HSet wants field/value pairs, got %d values", len(fieldValues))
+	}
+	_, err := v.run(ctx, fencedScript, resource, tok, []string{key}, append([]any{"hset"}, fieldValues...)...)
+	return err
+}
+
+// Highest returns the high-water of resource: the highest Seq it accepted
+// and the holder that presented it, or 0 and "" if it has none.
+func (v *Verifier) Highest(ctx context.Context, resource string) (seq uint64, holder string, err error) {
+	if err := verifier.ValidateResource(resource); err != nil {
+		return 0, "", err
+	}
+	reply, err := highestScript.Run(ctx, v.rdb, []string{v.Key(resource)}).Slice()
+	if err != nil {
+		return 0, "", fmt.Errorf("redisverifier: high-water of %q: %w", resource, err)
+	}
+	if len(reply) != 2 || reply[0] == nil {
+		return 0, "", nil
+	}
+	seq, holder, err = parseHigh(reply[0], reply[1])
+	if err != nil {
+		return 0, "", fmt.Errorf("redisverifier: high-water of %q: %w", resource, err)
+	}
+	return seq, holder, nil
+}
+
+// run executes a fenced script: KEYS = [high-water, keys...], ARGV = [seq,
+// holder, args...]. It returns the script's result on acceptance.
+func (v *Verifier) run(ctx context.Context, s *redis.Script, resource string, tok fence.Token, keys []string, args ...any) (any, error) {
+	if err := verifier.ValidateClaim(resource, tok); err != nil {
+		return nil, err
+	}
+	hw := v.Key(resource)
+	for _, k := range keys {
+		if k == hw {
+			return nil, fmt.Errorf("redisverifier: key %q is the high-water of resource %q", k, resource)
+		}
+	}
+	allKeys := append([]string{hw}, keys...)
+	allArgs := append([]any{strconv.FormatUint(tok.Seq, 10), tok.Holder}, args...)
+	reply, err := s.Run(ctx, v.rdb, allKeys, allArgs...).Slice()
+	if err != nil {
+		return nil, fmt.Errorf("redisverifier: resource %q: %w", resource, err)
+	}
+	if len(reply) == 0 {
+		return nil, fmt.Errorf("redisverifier: resource %q: empty script reply", resource)
+	}
+	if ok, _ := reply[0].(int64); ok == 1 {
+		if len(reply) > 1 {
+			return reply[1], nil
+		}
+		return nil, nil
+	}
+	if len(reply) != 3 {
+		return nil, fmt.Errorf("redisverifier: resource %q: unexpected script reply %v", resource, reply)
+	}
+	high, holder, err := parseHigh(reply[1], reply[2])
+	if err != nil {
+		return nil, fmt.Errorf("redisverifier: resource %q: %w", resource, err)
+	}
+	return nil, &verifier.StaleError{Resource: resource, Token: tok, Highest: high, HighestHolder: holder}
+}
+
+func parseHigh(seqReply, holderReply any) (uint64, string, error) {
+	s, _ := seqReply.(string)
+	holder, ok := holderReply.(string)
+	seq, err := fence.ParseSeq(s)
+	if err != nil || !ok {
+		return 0, "", errors.Join(fmt.Errorf("corrupt high-water (%v, %v)", seqReply, holderReply), err)
+	}
+	return seq, holder, nil
+}

@@ -1,0 +1,110 @@
+package verifier
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"unicode/utf8"
+
+	"github.com/fencelock/fencelock/fence"
+)
+
+// Verifier is the part every fencelock verifier shares: Claim.
+//
+// Claim checks tok against the high-water stored for resource and, in the
+// same atomic step, raises the high-water to tok when it is accepted. It
+// returns nil when tok is accepted, an error for which errors.Is(err,
+// ErrStale) holds (a *StaleError) when it is not, an error wrapping
+// fence.ErrMalformed for an invalid token, an error wrapping
+// ErrInvalidResource for an unusable resource name, and any other error when
+// the storage could not be asked; in all those cases nothing was changed.
+//
+// A Claim on its own protects nothing: the write must be fenced too. Claim
+// before reading (so that an older holder that read earlier cannot land its
+// write afterwards), then make the write in the same atomic step as a check
+// of the same token: a verifier's transaction helper, a fenced script, or
+// [Memory.Do]. Each implementation offers such a step beside Claim.
+type Verifier interface {
+	Claim(ctx context.Context, resource string, tok fence.Token) error
+}
+
+// ErrStale is the sentinel behind every rejected token. Test for it with
+// errors.Is; use errors.As with *StaleError for the details.
+var ErrStale = errors.New("verifier: stale token")
+
+// ErrInvalidResource is returned (wrapped) for a resource name no verifier
+// accepts; see [ValidateResource].
+var ErrInvalidResource = errors.New("verifier: invalid resource name")
+
+// StaleError reports a token that a resource did not accept: either an older
+// Seq than the highest the resource has accepted, or the same Seq presented
+// by another holder (a conflict: the lock's counter went backwards).
+//
+// Highest lets the caller heal: lifting the lock's counter to at least
+// Highest (lease's Advance) makes the next acquisition's token acceptable.
+type StaleError struct {
+	// Resource is the resource the token was presented for.
+	Resource string
+	// Token is the rejected token.
+	Token fence.Token
+	// Highest is the highest Seq the resource has accepted.
+	Highest uint64
+	// HighestHolder is the holder that presented Highest; "" if unknown.
+	HighestHolder string
+}
+
+// Conflict reports whether the token was rejected because another holder
+// already presented the same Seq, rather than because it is older.
+func (e *StaleError) Conflict() bool { return e.Token.Seq == e.Highest }
+
+func (e *StaleError) Error() string {
+	if e.Conflict() {
+		return fmt.Sprintf("verifier: conflicting token for resource %q: seq %d was already accepted from holder %q, not %q",
+			e.Resource, e.Token.Seq, e.HighestHolder, e.Token.Holder)
+	}
+	return fmt.Sprintf("verifier: stale token for resource %q: seq %d (holder %q), the highest accepted is %d",
+		e.Resource, e.Token.Seq, e.Token.Holder, e.Highest)
+}
+
+// Is makes errors.Is(err, ErrStale) hold.
+func (e *StaleError) Is(target error) bool { return target == ErrStale }
+
+// Unwrap returns ErrStale.
+func (e *StaleError) Unwrap() error { return ErrStale }
+
+// MaxResourceLen is the longest resource name, in bytes.
+const MaxResourceLen = 1024
+
+// ValidateResource reports why name cannot be a resource name, or nil. A
+// name must be 1..MaxResourceLen bytes of valid UTF-8 without NUL bytes
+// (PostgreSQL text cannot hold NUL). Quotes and other punctuation are fine:
+// verifiers pass names as bind parameters or script arguments, never as
+// code. The error wraps ErrInvalidResource.
+func ValidateResource(name string) error {
+	switch {
+	case name == "":
+		return fmt.Errorf("%w: empty", ErrInvalidResource)
+	case len(name) > MaxResourceLen:
+		return fmt.Errorf("%w: %d bytes, the limit is %d", ErrInvalidResource, len(name), MaxResourceLen)
+	case !utf8.ValidString(name):
+		return fmt.Errorf("%w: not valid UTF-8", ErrInvalidResource)
+	}
+	for i := 0; i < len(name); i++ {
+		if name[i] == 0 {
+			return fmt.Errorf("%w: NUL byte at %d", ErrInvalidResource, i)
+		}
+	}
+	return nil
+}
+
+// ValidateClaim checks the inputs of a Claim before any I/O: the resource
+// name and the token. Verifier implementations call it first.
+func ValidateClaim(resource string, tok fence.Token) error {
+	if err := ValidateResource(resource); err != nil {
+		return err
+	}
+	if err := tok.Validate(); err != nil {
+		return fmt.Errorf("verifier: resource %q: %w", resource, err)
+	}
+	return nil
+}
