@@ -44,9 +44,9 @@ func ExampleClient_Acquire() {
 		first.Release(ctx) // publishes a wake-up: the waiter below gets it at once
 	}()
 
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	waitCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	second, err := locks.Acquire(ctx, "example:invoice-42", 30*time.Second)
+	second, err := locks.Acquire(waitCtx, "example:invoice-42", 30*time.Second)
 	if err != nil {
 		panic(err)
 	}

@@ -34,7 +34,11 @@ type Lease struct {
 func newLease(c *Client, req request, tok fence.Token, start time.Time) *Lease {
 	l := &Lease{c: c, keys: req.keys, tok: tok, done: make(chan struct{})}
 	l.deadline = start.Add(req.ttl - c.drift(req.ttl))
+	// Under the lock: a deadline already past fires expire at once, and
+	// expire must find the timer set.
+	l.mu.Lock()
 	l.timer = time.AfterFunc(time.Until(l.deadline), l.expire)
+	l.mu.Unlock()
 	if req.opt.keepAlive {
 		every := req.opt.interval
 		if every == 0 {

@@ -1,0 +1,216 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/bsm/redislock"
+	"github.com/go-redsync/redsync/v4"
+	rsredis "github.com/go-redsync/redsync/v4/redis"
+	"github.com/go-redsync/redsync/v4/redis/goredis/v9"
+	"github.com/google/uuid"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/fencelock/fencelock/lease"
+	"github.com/fencelock/fencelock/lease/redlock"
+)
+
+// ttl is the lock ttl every lock gets, except redsync, which keeps its
+// default expiry (8s).
+const ttl = 10 * time.Second
+
+// release ends one acquisition.
+type release func(ctx context.Context) error
+
+// locker is one lock under test.
+type locker struct {
+	name  string
+	nodes int // Redis servers it talks to
+	// try makes one acquisition attempt and fails when the lock is held.
+	try func(ctx context.Context, key string) (release, error)
+	// wait is the library's own waiting acquire; nil when it has none.
+	wait func(ctx context.Context, key string) (release, error)
+	note string
+}
+
+// lockNames is every lock, in table order.
+var lockNames = []string{"raw", "naive", "lease", "redlock-3", "redlock-5", "redsync-1", "redsync-5", "redislock"}
+
+// cadScript is the raw floor's release: compare holder, then delete (the
+// same script as lease/bench_test.go).
+var cadScript = redis.NewScript(`if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`)
+
+var errHeld = errors.New("bench: lock is held")
+
+// rawLock is the floor: SET NX PX, then compare-and-delete, with the same
+// go-redis client as the others. No fencing, no waiting.
+func rawLock(rdb redis.UniversalClient) locker {
+	return locker{name: "raw", nodes: 1, note: "SET NX PX + compare-and-delete script; no waiting acquire",
+		try: func(ctx context.Context, key string) (release, error) {
+			holder := uuid.NewString()
+			ok, err := rdb.SetNX(ctx, key, holder, ttl).Result()
+			if err != nil {
+				return nil, err
+			}
+			if !ok {
+				return nil, errHeld
+			}
+			return func(ctx context.Context) error {
+				return cadScript.Run(ctx, rdb, []string{key}, holder).Err()
+			}, nil
+		}}
+}
+
+// naiveLock is SETNX then DEL: no ttl, no owner check.
+func naiveLock(rdb redis.UniversalClient) locker {
+	return locker{name: "naive", nodes: 1, note: "SETNX + DEL (no ttl, no owner check); no waiting acquire",
+		try: func(ctx context.Context, key string) (release, error) {
+			ok, err := rdb.SetNX(ctx, key, "1", 0).Result()
+			if err != nil {
+				return nil, err
+			}
+			if !ok {
+				return nil, errHeld
+			}
+			return func(ctx context.Context) error { return rdb.Del(ctx, key).Err() }, nil
+		}}
+}
+
+func leaseLock(rdb redis.UniversalClient) (locker, error) {
+	c, err := lease.New(rdb)
+	if err != nil {
+		return locker{}, err
+	}
+	wrap := func(l *lease.Lease, err error) (release, error) {
+		if err != nil {
+			return nil, err
+		}
+		return l.Release, nil
+	}
+	return locker{name: "lease", nodes: 1, note: "fencelock lease, defaults; waits with pub/sub wake-up",
+		try: func(ctx context.Context, key string) (release, error) {
+			return wrap(c.TryAcquire(ctx, key, ttl))
+		},
+		wait: func(ctx context.Context, key string) (release, error) {
+			return wrap(c.Acquire(ctx, key, ttl))
+		}}, nil
+}
+
+func redlockLock(nodes []redis.UniversalClient) (locker, error) {
+	c, err := redlock.New(nodes)
+	if err != nil {
+		return locker{}, err
+	}
+	wrap := func(l *redlock.Lease, err error) (release, error) {
+		if err != nil {
+			return nil, err
+		}
+		return l.Release, nil
+	}
+	return locker{name: fmt.Sprintf("redlock-%d", len(nodes)), nodes: len(nodes),
+		note: "fencelock lease/redlock, defaults; waits with pub/sub wake-up",
+		try: func(ctx context.Context, key string) (release, error) {
+			return wrap(c.TryAcquire(ctx, key, ttl))
+		},
+		wait: func(ctx context.Context, key string) (release, error) {
+			return wrap(c.Acquire(ctx, key, ttl))
+		}}, nil
+}
+
+// redsyncLock is go-redsync with its defaults (expiry 8s, 32 tries, retry
+// delay uniform in [50ms, 250ms)), as its README uses it.
+func redsyncLock(nodes []redis.UniversalClient) locker {
+	pools := make([]rsredis.Pool, len(nodes))
+	for i, n := range nodes {
+		pools[i] = goredis.NewPool(n)
+	}
+	rs := redsync.New(pools...)
+	unlock := func(m *redsync.Mutex) release {
+		return func(ctx context.Context) error {
+			ok, err := m.UnlockContext(ctx)
+			if err == nil && !ok {
+				err = errors.New("redsync: unlock returned false")
+			}
+			return err
+		}
+	}
+	return locker{name: fmt.Sprintf("redsync-%d", len(nodes)), nodes: len(nodes),
+		note: "go-redsync/redsync v4, defaults (expiry 8s, 32 tries, retry delay 50-250ms)",
+		try: func(ctx context.Context, key string) (release, error) {
+			m := rs.NewMutex(key)
+			if err := m.TryLockContext(ctx); err != nil {
+				return nil, err
+			}
+			return unlock(m), nil
+		},
+		wait: func(ctx context.Context, key string) (release, error) {
+			m := rs.NewMutex(key)
+			if err := m.LockContext(ctx); err != nil {
+				return nil, err
+			}
+			return unlock(m), nil
+		}}
+}
+
+// redislockBackoff is the retry strategy of the waiting acquire: the
+// exponential backoff of bsm/redislock at the smallest minimum its doc
+// recommends ("not less than 16ms").
+func redislockBackoff() redislock.RetryStrategy {
+	return redislock.ExponentialBackoff(16*time.Millisecond, 256*time.Millisecond)
+}
+
+func redislockLock(rdb redis.UniversalClient) locker {
+	c := redislock.New(rdb)
+	wrap := func(l *redislock.Lock, err error) (release, error) {
+		if err != nil {
+			return nil, err
+		}
+		return l.Release, nil
+	}
+	return locker{name: "redislock", nodes: 1,
+		note: "bsm/redislock; waiting acquire with ExponentialBackoff(16ms, 256ms)",
+		try: func(ctx context.Context, key string) (release, error) {
+			return wrap(c.Obtain(ctx, key, ttl, nil))
+		},
+		wait: func(ctx context.Context, key string) (release, error) {
+			return wrap(c.Obtain(ctx, key, ttl, &redislock.Options{RetryStrategy: redislockBackoff()}))
+		}}
+}
+
+// newLocker builds the named lock on one client (single) or on the first
+// nodes of many.
+func newLocker(name string, single redis.UniversalClient, many []redis.UniversalClient) (locker, error) {
+	need := func(n int) ([]redis.UniversalClient, error) {
+		if len(many) < n {
+			return nil, fmt.Errorf("%s needs %d independent Redis servers, have %d", name, n, len(many))
+		}
+		return many[:n], nil
+	}
+	switch name {
+	case "raw":
+		return rawLock(single), nil
+	case "naive":
+		return naiveLock(single), nil
+	case "lease":
+		return leaseLock(single)
+	case "redlock-3", "redlock-5":
+		nodes, err := need(int(name[len(name)-1] - '0'))
+		if err != nil {
+			return locker{}, err
+		}
+		return redlockLock(nodes)
+	case "redsync-1":
+		return redsyncLock([]redis.UniversalClient{single}), nil
+	case "redsync-5":
+		nodes, err := need(5)
+		if err != nil {
+			return locker{}, err
+		}
+		return redsyncLock(nodes), nil
+	case "redislock":
+		return redislockLock(single), nil
+	}
+	return locker{}, fmt.Errorf("unknown lock %q (known: %v)", name, lockNames)
+}

@@ -1,0 +1,172 @@
+// Command bench measures fencelock against the Redis floor and its peers.
+//
+//	go run ./bench perf [-quick] [-json FILE] [-html FILE] [-redis-url URL[,URL...]] [-database-url URL]
+//
+// Without URLs it starts throwaway servers (one redis-server for the
+// single-node locks, five independent ones for the quorum locks, and a
+// PostgreSQL), so a first run needs no configuration. See README.md.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime/pprof"
+	"slices"
+	"strings"
+	"time"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if len(os.Args) < 2 || os.Args[1] != "perf" {
+		fmt.Fprintln(os.Stderr, "usage: go run ./bench perf [-quick] [-json FILE] [-html FILE] [-redis-url URL] [-database-url URL]")
+		os.Exit(2)
+	}
+	if err := perf(ctx, os.Args[2:], os.Stdout, os.Stderr); err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(os.Stderr, "bench perf:", err)
+		}
+		os.Exit(1)
+	}
+}
+
+// scenarioNames is every scenario group, in run order ("pg" runs
+// pg_unguarded and pg_guarded).
+var scenarioNames = []string{"uncontended", "parallel", "wake", "hotkey", "pg"}
+
+// perf runs `bench perf` with args, printing the table to stdout and the
+// progress line to stderr.
+func perf(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("perf", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	quick := fs.Bool("quick", false, "small samples: a smoke run in under a minute, not figures to quote")
+	jsonFile := fs.String("json", "", "write the results as JSON to `FILE`")
+	htmlFile := fs.String("html", "", "write a self-contained HTML report with bar charts to `FILE`")
+	redisURL := fs.String("redis-url", os.Getenv("REDIS_URL"),
+		"Redis to use (default $REDIS_URL, else throwaway servers); give 5 comma-separated URLs of independent servers for the quorum locks, else they get throwaway servers")
+	dbURL := fs.String("database-url", os.Getenv("DATABASE_URL"), "PostgreSQL for the pg scenarios (default $DATABASE_URL, else a throwaway server)")
+	lockList := fs.String("locks", strings.Join(lockNames, ","), "comma-separated locks to run")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run to `FILE` (for go tool pprof)")
+	scenList := fs.String("scenarios", strings.Join(scenarioNames, ","), "comma-separated scenarios to run")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	names, err := pick(*lockList, lockNames)
+	if err != nil {
+		return fmt.Errorf("-locks: %w", err)
+	}
+	scens, err := pick(*scenList, scenarioNames)
+	if err != nil {
+		return fmt.Errorf("-scenarios: %w", err)
+	}
+
+	run := newRunner(stderr, *quick)
+	start := time.Now()
+	run.status("starting servers")
+	env, err := setup(ctx, *redisURL, *dbURL, names, slices.Contains(scens, "pg"))
+	if err != nil {
+		return err
+	}
+	defer env.close()
+
+	var locks []locker
+	for _, n := range names {
+		l, err := newLocker(n, env.single, env.many)
+		if err != nil {
+			return err
+		}
+		locks = append(locks, l)
+	}
+
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
+
+	rep := newReport(fs, *quick, env)
+	for _, s := range scens {
+		switch s {
+		case "uncontended":
+			rep.Results = append(rep.Results, uncontended(ctx, run, locks)...)
+		case "parallel":
+			rep.Results = append(rep.Results, parallel(ctx, run, locks)...)
+		case "wake":
+			for _, l := range locks {
+				rep.Results = append(rep.Results, wake(ctx, run, l))
+			}
+		case "hotkey":
+			for _, l := range locks {
+				rep.Results = append(rep.Results, hotkey(ctx, run, l))
+			}
+		case "pg":
+			rs, version, err := pgBench(ctx, run, env.dsn)
+			if err != nil {
+				return err
+			}
+			rep.Machine.Postgres = version
+			rep.Results = append(rep.Results, rs...)
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+	}
+	rep.Elapsed = time.Since(start).Round(time.Millisecond).String()
+	run.done()
+	env.cleanup(run.id)
+	rep.Targets = targets(rep.Results)
+
+	writeTable(stdout, rep)
+	if *jsonFile != "" {
+		if err := writeJSON(*jsonFile, rep); err != nil {
+			return err
+		}
+	}
+	if *htmlFile != "" {
+		if err := writeHTML(*htmlFile, rep); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// pick parses a comma-separated list of names, each of which must be known,
+// and returns them in the order of known.
+func pick(list string, known []string) ([]string, error) {
+	want := map[string]bool{}
+	for _, n := range strings.Split(list, ",") {
+		n = strings.TrimSpace(n)
+		if n == "" {
+			continue
+		}
+		if !slices.Contains(known, n) {
+			return nil, fmt.Errorf("unknown %q (known: %s)", n, strings.Join(known, ","))
+		}
+		want[n] = true
+	}
+	var out []string
+	for _, n := range known {
+		if want[n] {
+			out = append(out, n)
+		}
+	}
+	if len(out) == 0 {
+		return nil, errors.New("empty list")
+	}
+	return out, nil
+}

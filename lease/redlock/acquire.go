@@ -1,0 +1,259 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"slices"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/fencelock/fencelock/fence"
+	"github.com/fencelock/fencelock/internal/script"
+)
+
+// TryAcquire makes one attempt to take the lock name for ttl: it runs the
+// lease's acquire script on every node at once, each bounded by the node
+// timeout, and succeeds when a majority granted the lock and the time spent
+// leaves some validity (elapsed < ttl − drift). The lease's local deadline is
+// then the start of the attempt + ttl − drift.
+//
+// On failure the lock is released again on every node that granted it or
+// whose reply may have been lost (such a node may have taken it; a refused
+// connection cannot have), and the error wraps
+// [ErrNotAcquired], joined with one [NodeError] per node that failed and, if
+// ctx ended, ctx.Err(). Nodes that are held by another holder are not
+// failures. Errors of nodes in the minority are dropped when the lock is
+// obtained.
+//
+// The nodes' answers wait for no one: a node that is down or paused costs
+// at most the node timeout, and when so many nodes refused or failed that
+// no majority is left, TryAcquire stops waiting for the rest.
+func (c *Client) TryAcquire(ctx context.Context, name string, ttl time.Duration, opts ...AcquireOption) (*Lease, error) {
+	ac, err := c.request(name, ttl, opts)
+	if err != nil {
+		return nil, err
+	}
+	l, _, err := c.try(ctx, name, ttl)
+	if err != nil {
+		return nil, err
+	}
+	l.start(ctx, ttl, ac)
+	return l, nil
+}
+
+// request validates an acquisition before any I/O.
+func (c *Client) request(name string, ttl time.Duration, opts []AcquireOption) (acquireConfig, error) {
+	if err := c.check(name, ttl); err != nil {
+		return acquireConfig{}, err
+	}
+	return c.acquireOptions(ttl, opts)
+}
+
+// Acquire takes the lock name for ttl, waiting while it is held. It makes
+// attempts as [Client.TryAcquire] does; between them it waits for a release
+// to be published on any node (see [WithWakeup]), for the time when the
+// nodes' remaining ttls say a majority will be free, or for a jittered
+// exponential backoff (see [WithBackoff]), whichever comes first.
+//
+// When ctx ends first, the error is both ErrNotAcquired and ctx.Err(),
+// joined with the node errors of the last attempt. When a majority of the
+// nodes fail with errors (rather than refuse because the lock is held), the
+// lock service is unavailable and Acquire returns that error at once instead
+// of waiting, as the lease does on an I/O error.
+func (c *Client) Acquire(ctx context.Context, name string, ttl time.Duration, opts ...AcquireOption) (*Lease, error) {
+	ac, err := c.request(name, ttl, opts)
+	if err != nil {
+		return nil, err
+	}
+	var wake *wakeup
+	defer func() { wake.close() }()
+	for attempt := 0; ; attempt++ {
+		wake.drain()
+		l, miss, err := c.try(ctx, name, ttl)
+		if l != nil {
+			l.start(ctx, ttl, ac)
+			return l, nil
+		}
+		if ctx.Err() != nil || miss.unavailable {
+			return nil, err // try joined ctx.Err()
+		}
+		if c.cfg.wakeup && wake == nil {
+			// Subscribe only once the lock was found busy, so an
+			// uncontended acquire costs one round trip. A release
+			// published while subscribing is missed; the next attempt,
+			// made at once, covers it.
+			wake = subscribe(ctx, c.nodes, c.keys(name).Channel)
+			continue
+		}
+		wait := c.backoff(attempt)
+		if miss.freeIn > 0 && miss.freeIn < wait {
+			wait = miss.freeIn + time.Millisecond
+		}
+		if werr := wake.wait(ctx, wait, c.cfg.minBackoff, miss.busy); werr != nil {
+			return nil, errors.Join(err, werr)
+		}
+	}
+}
+
+// backoff returns the wait before attempt n+1: uniform in [d/2, d], with
+// d = minBackoff×2ⁿ capped at maxBackoff.
+func (c *Client) backoff(n int) time.Duration {
+	d := c.cfg.maxBackoff
+	if n < 30 {
+		d = min(c.cfg.minBackoff<<n, c.cfg.maxBackoff)
+	}
+	return d/2 + rand.N(d/2+1)
+}
+
+// miss tells a waiting Acquire what a failed attempt found.
+type miss struct {
+	freeIn      time.Duration // when a majority of nodes may be free; 0: unknown
+	busy        []bool        // per node: it did not grant the lock (held, or failed)
+	unavailable bool          // a majority of nodes failed with errors
+}
+
+// try makes one attempt.
+func (c *Client) try(ctx context.Context, name string, ttl time.Duration) (*Lease, miss, error) {
+	k := c.keys(name)
+	holder := uuid.NewString() // a fresh id per attempt: see releaseAfter
+	args := script.AcquireArgs{Holder: holder, TTL: ttl, ClockFloor: c.cfg.clockFloor}
+	drift := c.drift(ttl)
+
+	start := time.Now()
+	rs := fanout(ctx, c.nodes, c.cfg.nodeTimeout, acquireOp(k, args), c.hopeless)
+
+	granted, held, errs, unawaited, seq := 0, 0, 0, 0, uint64(0)
+	for _, r := range rs {
+		switch {
+		case r.err == errNotAwaited:
+			unawaited++
+		case r.err != nil:
+			errs++
+		case r.val.Acquired:
+			granted++
+			seq = max(seq, r.val.Seq)
+		default:
+			held++
+		}
+	}
+	var why error
+	switch {
+	case granted < c.quorum:
+		why = fmt.Errorf("%w: %q: granted by %d of %d nodes, %d needed (held by another: %d, failed: %d, not awaited: %d)",
+			ErrNotAcquired, name, granted, len(c.nodes), c.quorum, held, errs, unawaited)
+	case c.cfg.quorumFencing:
+		why = c.writeBack(ctx, name, k, rs, seq)
+	}
+	if why == nil {
+		if elapsed := time.Since(start); elapsed >= ttl-drift {
+			why = fmt.Errorf("%w: %q: a majority took %v, which leaves no validity of the ttl %v (drift %v)",
+				ErrNotAcquired, name, elapsed.Round(time.Microsecond), ttl, drift)
+		}
+	}
+	if why == nil {
+		tok := fence.Token{Key: name, Seq: seq, Holder: holder}
+		return newLease(c, k, tok, start.Add(ttl-drift)), miss{}, nil
+	}
+
+	cleanup := c.releaseAfter(ctx, k, holder, rs)
+	if ctx.Err() != nil {
+		why = errors.Join(why, ctx.Err())
+	}
+	m := miss{freeIn: freeAt(c.quorum, rs), busy: make([]bool, len(rs)), unavailable: errs > len(rs)-c.quorum}
+	for i, r := range rs {
+		m.busy[i] = r.err != nil || !r.val.Acquired
+	}
+	return nil, m, errors.Join(why, failed(rs), cleanup)
+}
+
+// hopeless reports whether so many nodes refused or failed that a majority
+// can no longer grant the lock; the attempt then stops waiting for the rest.
+func (c *Client) hopeless(rs []reply[script.AcquireResult]) bool {
+	no := 0
+	for _, r := range rs {
+		if r.in && (r.err != nil || !r.val.Acquired) {
+			no++
+		}
+	}
+	return no > len(rs)-c.quorum
+}
+
+// releaseAfter releases a failed attempt's lock on every node that granted
+// it or whose reply may have been lost (it may hide a grant). Nodes that
+// answered that another holder has the lock, and nodes whose call surely did
+// not run (connection refused, an error reply), cannot hold ours, so they
+// are skipped. It runs even if ctx has ended, bounded by the node timeout.
+// It returns the errors of nodes that had granted the lock and could not
+// release it: their key stays until its ttl runs out. (Release errors of
+// nodes whose acquire already failed add nothing and are dropped.)
+//
+// The holder id is fresh for each attempt, so a key left behind can never be
+// mistaken for the next attempt's.
+func (c *Client) releaseAfter(ctx context.Context, k script.Keys, holder string, rs []reply[script.AcquireResult]) error {
+	var nodes []node
+	var granted []bool
+	for i, r := range rs {
+		if (r.err != nil && mayHaveRun(r.err)) || (r.err == nil && r.val.Acquired) {
+			nodes = append(nodes, c.nodes[i])
+			granted = append(granted, r.err == nil)
+		}
+	}
+	if len(nodes) == 0 {
+		return nil
+	}
+	out := fanout(context.WithoutCancel(ctx), nodes, c.cfg.nodeTimeout, releaseOp(k, holder), nil)
+	var errs []error
+	for i, r := range out {
+		if r.err != nil && granted[i] {
+			errs = append(errs, fmt.Errorf("release after failed acquire: %w", r.err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// mayHaveRun reports whether a node's failed call may still have run on the
+// server: anything but a refused connection or an error reply from Redis.
+func mayHaveRun(err error) bool {
+	var rerr redis.Error
+	var operr *net.OpError
+	switch {
+	case errors.Is(err, ErrNodeTimeout), errors.Is(err, errNotAwaited):
+		return true
+	case errors.As(err, &rerr):
+		return false
+	case errors.As(err, &operr) && operr.Op == "dial":
+		return false
+	}
+	return true
+}
+
+func releaseOp(k script.Keys, holder string) func(context.Context, node) (bool, error) {
+	return func(ctx context.Context, n node) (bool, error) { return script.Release(ctx, n.rdb, k, holder) }
+}
+
+// freeAt estimates, from the remaining ttls the busy nodes reported, how long
+// until a majority of nodes is free; 0 when unknown.
+func freeAt(quorum int, rs []reply[script.AcquireResult]) time.Duration {
+	free := 0
+	var busy []time.Duration
+	for _, r := range rs {
+		switch {
+		case r.err != nil:
+		case r.val.Acquired: // released again by releaseAfter
+			free++
+		case r.val.PTTL >= 0:
+			busy = append(busy, r.val.PTTL)
+		}
+	}
+	need := quorum - free
+	if need <= 0 || need > len(busy) {
+		return 0
+	}
+	slices.Sort(busy)
+	return busy[need-1]
+}

@@ -1,0 +1,120 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// node is one independent Redis master.
+type node struct {
+	addr string
+	rdb  redis.UniversalClient
+}
+
+// reply is one node's answer to a fanned-out call. err is nil when the node
+// answered val, else a *NodeError. in reports whether the node's answer (val
+// or its own error) arrived; it is false for a node fanout stopped waiting for.
+type reply[T any] struct {
+	val T
+	err error
+	in  bool
+}
+
+// fanout calls op on every node at once and collects the answers. Each call
+// runs under ctx and a deadline timeout away; fanout returns when every node
+// has answered, when that deadline or ctx ends, or as soon as settled (if not
+// nil) reports, given the replies so far, that the outcome cannot change.
+// Replies not in by then carry a *NodeError wrapping ErrNodeTimeout, or
+// ctx.Err() when the caller's context ended, or errNotAwaited when settled
+// ended the wait.
+//
+// The calls that are still running are cancelled and left to finish on their
+// own; they send into a buffered channel, so they never block and always end
+// (when the redis client honours contexts, at once; otherwise at its
+// ReadTimeout). Nothing waits for them.
+func fanout[T any](ctx context.Context, nodes []node, timeout time.Duration,
+	op func(context.Context, node) (T, error), settled func([]reply[T]) bool,
+) []reply[T] {
+	parent := ctx
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+
+	type answer struct {
+		i   int
+		val T
+		err error
+	}
+	ch := make(chan answer, len(nodes))
+	for i, n := range nodes {
+		go func() {
+			v, err := op(ctx, n)
+			ch <- answer{i, v, err}
+		}()
+	}
+
+	out := make([]reply[T], len(nodes))
+collect:
+	for range nodes {
+		select {
+		case a := <-ch:
+			out[a.i] = reply[T]{val: a.val, in: true}
+			if a.err != nil {
+				out[a.i].err = &NodeError{Addr: nodes[a.i].addr, Err: nodeErr(parent, ctx, timeout, a.err)}
+			}
+			if settled != nil && settled(out) {
+				break collect
+			}
+		case <-ctx.Done():
+			break collect
+		}
+	}
+	for i := range out {
+		switch {
+		case out[i].in:
+		case ctx.Err() == nil:
+			out[i].err = errNotAwaited // settled early
+		default:
+			out[i].err = &NodeError{Addr: nodes[i].addr, Err: nodeErr(parent, ctx, timeout, nil)}
+		}
+	}
+	return out
+}
+
+// nodeErr says why a node failed: the caller's context ended, the node did
+// not answer in time (the per-node deadline passed, or the client's own
+// timeout fired first), or (cause) its own error.
+func nodeErr(parent, ctx context.Context, timeout time.Duration, cause error) error {
+	switch {
+	case parent.Err() != nil:
+		if cause != nil && !errors.Is(cause, parent.Err()) {
+			return errors.Join(parent.Err(), cause)
+		}
+		return parent.Err()
+	case cause == nil, errors.Is(cause, context.DeadlineExceeded), isTimeout(cause):
+		return nodeTimeout(timeout, cause)
+	}
+	return cause
+}
+
+func isTimeout(err error) bool {
+	var t interface{ Timeout() bool }
+	return errors.As(err, &t) && t.Timeout()
+}
+
+// errNotAwaited marks the reply of a node that fanout stopped waiting for
+// because the outcome was already settled. It is not a failure of the node.
+var errNotAwaited = errors.New("redlock: answer not awaited")
+
+// failed returns the errors of the nodes that failed, joined, or nil.
+func failed[T any](rs []reply[T]) error {
+	var errs []error
+	for _, r := range rs {
+		if r.err != nil && r.err != errNotAwaited {
+			errs = append(errs, r.err)
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,135 @@
+package redlock
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/fencelock/fencelock/fence"
+	"github.com/fencelock/fencelock/internal/script"
+)
+
+// Client takes locks on a fixed set of independent Redis masters. It holds no
+// connections of its own: it uses the clients given to [New], which the
+// caller keeps and closes. A Client is safe for concurrent use.
+type Client struct {
+	nodes  []node
+	quorum int
+	cfg    config
+}
+
+// New returns a Client over nodes, one client per independent Redis master
+// (not replicas of one another, not one cluster). It checks the options and
+// the node count — odd and at least three, unless [WithForceNodeCount] — and
+// rejects nil clients and two clients with the same address. It does no I/O.
+// The clients are not closed by fencelock; close them yourself when done.
+func New(nodes []redis.UniversalClient, opts ...Option) (*Client, error) {
+	cfg := defaultConfig()
+	for _, o := range opts {
+		if err := o(&cfg); err != nil {
+			return nil, err
+		}
+	}
+	switch {
+	case len(nodes) == 0:
+		return nil, invalid("no nodes")
+	case !cfg.anyNodeCount && (len(nodes) < 3 || len(nodes)%2 == 0):
+		return nil, invalid("%d nodes: Redlock needs an odd number, at least 3 (or WithForceNodeCount)", len(nodes))
+	}
+	c := &Client{quorum: len(nodes)/2 + 1, cfg: cfg}
+	seen := make(map[string]bool, len(nodes))
+	for i, rdb := range nodes {
+		if rdb == nil {
+			return nil, invalid("node #%d is nil", i)
+		}
+		addr := nodeAddr(i, rdb)
+		if seen[addr] {
+			return nil, invalid("node %s is given twice; the nodes must be independent", addr)
+		}
+		seen[addr] = true
+		c.nodes = append(c.nodes, node{addr: addr, rdb: rdb})
+	}
+	return c, nil
+}
+
+// nodeAddr names a node for errors: its address when the client has one.
+func nodeAddr(i int, rdb redis.UniversalClient) string {
+	switch c := rdb.(type) {
+	case *redis.Client:
+		return c.Options().Addr
+	case *redis.ClusterClient:
+		return "cluster(" + strings.Join(c.Options().Addrs, ",") + ")"
+	case *redis.Ring:
+		var addrs []string
+		for _, a := range c.Options().Addrs {
+			addrs = append(addrs, a)
+		}
+		slices.Sort(addrs)
+		return "ring(" + strings.Join(addrs, ",") + ")"
+	}
+	return fmt.Sprintf("node#%d", i)
+}
+
+// Nodes returns the addresses of the nodes, in the order given to [New].
+func (c *Client) Nodes() []string {
+	addrs := make([]string, len(c.nodes))
+	for i, n := range c.nodes {
+		addrs[i] = n.addr
+	}
+	return addrs
+}
+
+// Quorum returns the number of nodes that make a majority: len(nodes)/2 + 1.
+func (c *Client) Quorum() int { return c.quorum }
+
+// drift is the clock drift allowance for ttl.
+func (c *Client) drift(ttl time.Duration) time.Duration {
+	return time.Duration(float64(ttl)*c.cfg.driftFactor) + driftFloor
+}
+
+// check validates a lock name and ttl before any I/O.
+func (c *Client) check(name string, ttl time.Duration) error {
+	if err := fence.ValidateKey(name); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	if ttl < time.Millisecond {
+		return invalid("ttl %v is below 1ms", ttl)
+	}
+	if d := c.drift(ttl); ttl <= d {
+		return invalid("ttl %v leaves no validity after the drift allowance %v", ttl, d)
+	}
+	return nil
+}
+
+func (c *Client) keys(name string) script.Keys { return script.KeysFor(c.cfg.prefix, name) }
+
+// Advance lifts the lock's counter to at least floor on every node (atomic
+// max), e.g. after a verifier rejected a token and reported the storage's
+// highest Seq, so that the next acquisition gets a larger one. It succeeds
+// when a majority of nodes took it; the errors of the others are returned
+// otherwise, joined.
+func (c *Client) Advance(ctx context.Context, name string, floor uint64) error {
+	if err := fence.ValidateKey(name); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	if floor >= fence.MaxSeq {
+		return invalid("floor %d leaves no room below 2^53-1", floor)
+	}
+	k := c.keys(name)
+	rs := fanout(ctx, c.nodes, c.cfg.nodeTimeout, advanceOp(k, floor), nil)
+	ok := 0
+	for _, r := range rs {
+		if r.err == nil {
+			ok++
+		}
+	}
+	if ok < c.quorum {
+		return fmt.Errorf("redlock: advance %q to %d: %d of %d nodes, need %d: %w",
+			name, floor, ok, len(c.nodes), c.quorum, failed(rs))
+	}
+	return nil
+}
