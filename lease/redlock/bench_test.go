@@ -121,37 +121,11 @@ func BenchmarkAcquireRelease(b *testing.B) {
 // ratio of their acquire latencies: the figure to compare on a noisy
 // machine (the target is at most 1.5).
 func BenchmarkPaired(b *testing.B) {
-	ctx := context.Background()
 	single, err := lease.New(sharedRDB[0], lease.WithPrefix("bench-lease:"))
 	if err != nil {
 		b.Fatal(err)
 	}
-	for _, fenced := range []bool{false, true} {
-		c, err := redlock.New(sharedRDB, redlock.WithPrefix(fmt.Sprintf("bench-paired-%v:", fenced)), redlock.WithQuorumFencing(fenced), benchTimeout)
-		if err != nil {
-			b.Fatal(err)
-		}
-		one, five := leaseOnce(single), redlockOnce(c)
-		b.Run(fmt.Sprintf("5v1/fenced=%v", fenced), func(b *testing.B) {
-			var t1, t5 time.Duration
-			for i := 0; b.Loop(); i++ {
-				k := benchKeys[i%len(benchKeys)]
-				d1, err := one(ctx, k)
-				if err != nil {
-					b.Fatal(err)
-				}
-				d5, err := five(ctx, k)
-				if err != nil {
-					b.Fatal(err)
-				}
-				t1 += d1
-				t5 += d5
-			}
-			b.ReportMetric(float64(t1.Nanoseconds())/float64(b.N), "1node-acquire-ns/op")
-			b.ReportMetric(float64(t5.Nanoseconds())/float64(b.N), "5node-acquire-ns/op")
-			b.ReportMetric(float64(t5)/float64(t1), "ratio")
-		})
-	}
+	pairedRuns(b, single, sharedRDB, "bench-paired")
 }
 
 // BenchmarkPingFloor is the floor under BenchmarkPaired's ratio on this
@@ -191,7 +165,6 @@ func BenchmarkPingFloor(b *testing.B) {
 // In series, 5 nodes would take about 5 round trips. The proxy holds each
 // chunk 1ms (Go's timers make it a little more), so a round trip is ≈2-2.5ms.
 func BenchmarkSimulatedRTT(b *testing.B) {
-	ctx := context.Background()
 	const oneWay = time.Millisecond
 	var nodes []redis.UniversalClient
 	for _, r := range shared {
@@ -204,8 +177,16 @@ func BenchmarkSimulatedRTT(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	pairedRuns(b, single, nodes, "bench-rtt")
+}
+
+// pairedRuns alternates one single-node lease acquire+release with one
+// redlock acquire+release over nodes, with quorum fencing off and on, and
+// reports the ratio of their acquire latencies.
+func pairedRuns(b *testing.B, single *lease.Client, nodes []redis.UniversalClient, prefix string) {
+	ctx := context.Background()
 	for _, fenced := range []bool{false, true} {
-		c, err := redlock.New(nodes, redlock.WithPrefix(fmt.Sprintf("bench-rtt-%v:", fenced)), redlock.WithQuorumFencing(fenced), benchTimeout)
+		c, err := redlock.New(nodes, redlock.WithPrefix(fmt.Sprintf("%s-%v:", prefix, fenced)), redlock.WithQuorumFencing(fenced), benchTimeout)
 		if err != nil {
 			b.Fatal(err)
 		}
