@@ -1,6 +1,12 @@
-// Command bench measures fencelock against the Redis floor and its peers.
+// Command bench measures fencelock against the Redis floor and its peers:
+// speed (perf) and what the protected data suffers under failures (safety).
 //
 //	go run ./bench perf [-quick] [-json FILE] [-html FILE] [-redis-url URL[,URL...]] [-database-url URL]
+//	go run ./bench safety [-quick] [-json FILE] [-html FILE] [-scenario NAME,...] [-locks KIND,...] [-database-url URL]
+//
+// safety exits with status 3 when a must-hold rule is broken: a fenced lock
+// kind lost an update or accepted a stale write, or a scenario provoked no
+// anomaly in an unfenced kind.
 //
 // Without URLs it starts throwaway servers (one redis-server for the
 // single-node locks, five independent ones for the quorum locks, and a
@@ -22,15 +28,39 @@ import (
 )
 
 func main() {
+	if spec := os.Getenv(workerEnv); spec != "" {
+		// A child of `bench safety`: one cycle as holder A.
+		if err := runWorkerProcess(spec); err != nil {
+			fmt.Fprintln(os.Stderr, "bench safety worker:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	if len(os.Args) < 2 || os.Args[1] != "perf" {
-		fmt.Fprintln(os.Stderr, "usage: go run ./bench perf [-quick] [-json FILE] [-html FILE] [-redis-url URL] [-database-url URL]")
+	const usage = `usage: go run ./bench perf [-quick] [-json FILE] [-html FILE] [-redis-url URL] [-database-url URL]
+       go run ./bench safety [-quick] [-json FILE] [-html FILE] [-scenario NAME,...] [-database-url URL]`
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, usage)
 		os.Exit(2)
 	}
-	if err := perf(ctx, os.Args[2:], os.Stdout, os.Stderr); err != nil {
+	var err error
+	switch os.Args[1] {
+	case "perf":
+		err = perf(ctx, os.Args[2:], os.Stdout, os.Stderr)
+	case "safety":
+		var rep *SafetyReport
+		rep, err = safety(ctx, os.Args[2:], os.Stdout, os.Stderr)
+		if err == nil && len(rep.Violations) > 0 {
+			os.Exit(3)
+		}
+	default:
+		fmt.Fprintln(os.Stderr, usage)
+		os.Exit(2)
+	}
+	if err != nil {
 		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(os.Stderr, "bench perf:", err)
+			fmt.Fprintf(os.Stderr, "bench %s: %v\n", os.Args[1], err)
 		}
 		os.Exit(1)
 	}

@@ -1,0 +1,424 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// safetyConfig is the sizes of one run.
+type safetyConfig struct {
+	ttl    time.Duration
+	rounds int // faulted rounds per cell
+	extra  int // unfaulted cycles by B after each round
+	runID  string
+	dsn    string
+	db     *pgxpool.Pool // the checker's pool; also takes the epochs
+	status func(string)
+}
+
+// cellEnv is one lock kind in one scenario.
+type cellEnv struct {
+	cfg      *safetyConfig
+	sc       scenario
+	kind     LockInfo
+	ttl      time.Duration
+	topo     *topology
+	resource string
+	pgProxy  *faultProxy // delayDB: A's Postgres link
+	a, b     *worker     // a is nil when A runs as a process
+	cycles   []cycle
+}
+
+// newPool opens a small pool to dsn, through addr when it is not "".
+func newPool(ctx context.Context, dsn, addr string) (*pgxpool.Pool, error) {
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return nil, err
+	}
+	cfg.MaxConns = 2
+	if addr != "" {
+		host, port, err := net.SplitHostPort(addr)
+		if err != nil {
+			return nil, err
+		}
+		p, _ := strconv.Atoi(port)
+		cfg.ConnConfig.Host, cfg.ConnConfig.Port = host, uint16(p)
+		cfg.ConnConfig.Fallbacks = nil
+	}
+	return pgxpool.NewWithConfig(ctx, cfg)
+}
+
+// runCell runs every round of one lock kind in one scenario and checks the
+// data.
+func runCell(ctx context.Context, cfg *safetyConfig, sc scenario, kind LockInfo) SafetyResult {
+	start := time.Now()
+	res := SafetyResult{Scenario: sc.info.Name, Lock: kind.Name}
+	c := &cellEnv{cfg: cfg, sc: sc, kind: kind, ttl: cfg.ttl,
+		resource: fmt.Sprintf("safety-%s-%s-%s", cfg.runID, sc.info.Name, kind.Name)}
+	err := c.run(ctx)
+	if c.topo != nil {
+		c.topo.close()
+	}
+	t, cerr := checkResource(context.WithoutCancel(ctx), cfg.db, c.resource, c.cycles)
+	res.Ops, res.Acked, res.Rejected, res.Failed = t.ops, t.acked, t.rejected, t.failed
+	res.LostUpdates, res.StaleAccepted, res.Overlaps = t.lost, t.stale, t.overlaps
+	res.Anomalies = t.lost + t.stale
+	if err = errors.Join(err, cerr); err != nil {
+		res.Error = err.Error()
+	}
+	res.Seconds = math.Round(time.Since(start).Seconds()*1000) / 1000
+	return res
+}
+
+func (c *cellEnv) run(ctx context.Context) (err error) {
+	c.topo, err = startTopology(ctx, c.kind.Nodes, c.sc.failover)
+	if err != nil {
+		return fmt.Errorf("starting redis: %w", err)
+	}
+	if err := newResource(ctx, c.cfg.db, c.resource); err != nil {
+		return err
+	}
+	mk := func(id, viaAddr string) (*worker, func(), error) {
+		k, err := newLockKind(c.kind.Name, c.topo.addrs(), c.ttl)
+		if err != nil {
+			return nil, nil, err
+		}
+		p, err := newPool(ctx, c.cfg.dsn, viaAddr)
+		if err != nil {
+			k.close()
+			return nil, nil, err
+		}
+		w, err := newWorker(id, k, p, c.cfg.db, c.resource)
+		if err != nil {
+			p.Close()
+			k.close()
+			return nil, nil, err
+		}
+		return w, func() { p.Close(); k.close() }, nil
+	}
+	var closeB func()
+	if c.b, closeB, err = mk("B", ""); err != nil {
+		return err
+	}
+	defer closeB()
+	if !c.sc.process {
+		via := ""
+		if c.sc.delayDB {
+			pg, err := pgAddr(c.cfg.dsn)
+			if err != nil {
+				return err
+			}
+			if c.pgProxy, err = startProxy(pg); err != nil {
+				return err
+			}
+			defer c.pgProxy.Close()
+			via = c.pgProxy.Addr()
+		}
+		var closeA func()
+		if c.a, closeA, err = mk("A", via); err != nil {
+			return err
+		}
+		defer closeA()
+	}
+	for r := 1; r <= c.cfg.rounds; r++ {
+		c.cfg.status(fmt.Sprintf("%-13s %-25s round %d/%d", c.sc.info.Name, c.kind.Name, r, c.cfg.rounds))
+		if err := c.round(ctx, r); err != nil {
+			return fmt.Errorf("round %d: %w", r, err)
+		}
+		for range c.cfg.extra {
+			c.cycles = append(c.cycles, c.b.run(ctx, nil))
+		}
+	}
+	return nil
+}
+
+// pgAddr is the TCP address of the PostgreSQL in dsn.
+func pgAddr(dsn string) (string, error) {
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return "", err
+	}
+	h := cfg.ConnConfig.Host
+	if strings.HasPrefix(h, "/") {
+		return "", fmt.Errorf("the delayed-write scenario needs PostgreSQL over TCP, not the socket %s", h)
+	}
+	return net.JoinHostPort(h, strconv.Itoa(int(cfg.ConnConfig.Port))), nil
+}
+
+// holderA is holder A of one round, in this process or another.
+type holderA struct {
+	ready   chan struct{} // closed when A is held up right before its write
+	done    chan cycle    // A's cycle, once it ends
+	proceed func() error  // lets A write
+}
+
+func (c *cellEnv) startA(ctx context.Context, round int) (*holderA, error) {
+	if c.sc.process {
+		return startProcessA(ctx, c, round)
+	}
+	a := &holderA{ready: make(chan struct{}), done: make(chan cycle, 1)}
+	release := make(chan struct{})
+	var once sync.Once
+	a.proceed = func() error { once.Do(func() { close(release) }); return nil }
+	go func() {
+		a.done <- c.a.run(ctx, func() {
+			close(a.ready)
+			select {
+			case <-release:
+			case <-ctx.Done():
+			}
+		})
+	}()
+	return a, nil
+}
+
+// round runs one faulted round: see scenario.
+func (c *cellEnv) round(ctx context.Context, round int) (err error) {
+	sc := c.sc
+	if sc.prepare != nil {
+		if err := sc.prepare(ctx, c); err != nil {
+			return fmt.Errorf("prepare: %w", err)
+		}
+	}
+	// The partition: A cannot reach the last two of five nodes.
+	var cut []*site
+	if sc.nodeFault {
+		cut = c.topo.cutOff()
+	}
+	for _, s := range cut {
+		if err := s.r.Pause(); err != nil {
+			return err
+		}
+	}
+	healed := false
+	heal := func() {
+		if !healed {
+			healed = true
+			for _, s := range cut {
+				s.r.Resume()
+			}
+		}
+	}
+	defer heal()
+
+	a, err := c.startA(ctx, round)
+	if err != nil {
+		return err
+	}
+	var ac cycle
+	aEnded := false
+	defer func() {
+		if !aEnded {
+			a.proceed()
+			ac = <-a.done
+		}
+		c.cycles = append(c.cycles, ac)
+	}()
+	select {
+	case <-a.ready:
+	case ac = <-a.done:
+		aEnded = true // A did not get as far as its write (e.g. rejected at its claim)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	heal()
+
+	wait := func(d time.Duration) error {
+		select {
+		case <-time.After(d):
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	switch {
+	case sc.process, sc.handover:
+		err = wait(c.ttl + margin(c.ttl))
+	case sc.delayDB:
+		c.pgProxy.Delay(c.ttl * 3 / 2)
+		defer c.pgProxy.Delay(0)
+		a.proceed()
+		if !aEnded {
+			wctx, cancel := context.WithTimeout(ctx, c.ttl)
+			err = c.pgProxy.WaitHeld(wctx, 1)
+			cancel()
+		}
+	case sc.inject != nil:
+		err = sc.inject(ctx, c)
+	}
+	if err != nil {
+		return fmt.Errorf("fault: %w", err)
+	}
+
+	if sc.handover {
+		bReady, bGo := make(chan struct{}), make(chan struct{})
+		bDone := make(chan cycle, 1)
+		go func() {
+			bDone <- c.b.run(ctx, func() {
+				close(bReady)
+				<-bGo
+			})
+		}()
+		var bc cycle
+		select {
+		case <-bReady:
+			a.proceed()
+			if !aEnded {
+				ac, aEnded = <-a.done, true
+			}
+			close(bGo)
+			bc = <-bDone
+		case bc = <-bDone:
+		}
+		c.cycles = append(c.cycles, bc)
+	} else {
+		c.cycles = append(c.cycles, c.b.run(ctx, nil))
+	}
+	a.proceed()
+	if !aEnded {
+		ac, aEnded = <-a.done, true
+	}
+	if sc.restore != nil {
+		if err := sc.restore(ctx, c); err != nil {
+			return fmt.Errorf("restore: %w", err)
+		}
+	}
+	return nil
+}
+
+// workerEnv is the environment variable that makes the bench binary (or
+// its test binary) run one cycle as holder A and exit: its value is a
+// workerSpec in JSON.
+const workerEnv = "FENCELOCK_SAFETY_WORKER"
+
+type workerSpec struct {
+	Kind     string   `json:"kind"`
+	Addrs    []string `json:"addrs"`
+	DSN      string   `json:"dsn"`
+	Resource string   `json:"resource"`
+	TTL      string   `json:"ttl"`
+	ID       string   `json:"id"`
+}
+
+const stoppedLine = "stopping"
+
+// startProcessA runs holder A as a child process of the same binary, which
+// stops itself with SIGSTOP right before its write.
+func startProcessA(ctx context.Context, c *cellEnv, round int) (*holderA, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	spec, _ := json.Marshal(workerSpec{Kind: c.kind.Name, Addrs: c.topo.addrs(), DSN: c.cfg.dsn,
+		Resource: c.resource, TTL: c.ttl.String(), ID: fmt.Sprintf("A%d", round)})
+	cmd := exec.Command(exe)
+	cmd.Env = append(os.Environ(), workerEnv+"="+string(spec))
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	a := &holderA{ready: make(chan struct{}), done: make(chan cycle, 1)}
+	var once sync.Once
+	a.proceed = func() error {
+		var err error
+		once.Do(func() { err = cmd.Process.Signal(syscall.SIGCONT) })
+		return err
+	}
+	go func() {
+		var cy cycle
+		got := false
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			line := sc.Text()
+			switch {
+			case line == stoppedLine:
+				waitStopped(ctx, cmd.Process.Pid)
+				close(a.ready)
+			case strings.HasPrefix(line, "cycle "):
+				got = json.Unmarshal([]byte(line[len("cycle "):]), &cy) == nil
+			}
+		}
+		werr := cmd.Wait()
+		if !got {
+			cy = cycle{Worker: fmt.Sprintf("A%d", round), Outcome: outFailed,
+				Err: fmt.Sprintf("worker process: %v: %s", werr, strings.TrimSpace(stderr.String()))}
+		}
+		a.done <- cy
+	}()
+	return a, nil
+}
+
+// waitStopped waits until process pid is in state T (stopped).
+func waitStopped(ctx context.Context, pid int) {
+	for range 400 {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			return
+		}
+		// pid (comm) state ...: comm may hold spaces; the state follows the last ')'.
+		s := string(b)
+		if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) && s[i+2] == 'T' {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+// runWorkerProcess is the child's side of startProcessA.
+func runWorkerProcess(spec string) error {
+	var ws workerSpec
+	if err := json.Unmarshal([]byte(spec), &ws); err != nil {
+		return fmt.Errorf("%s: %w", workerEnv, err)
+	}
+	ttl, err := time.ParseDuration(ws.TTL)
+	if err != nil {
+		return err
+	}
+	ctx := context.Background()
+	k, err := newLockKind(ws.Kind, ws.Addrs, ttl)
+	if err != nil {
+		return err
+	}
+	defer k.close()
+	p, err := newPool(ctx, ws.DSN, "")
+	if err != nil {
+		return err
+	}
+	defer p.Close()
+	w, err := newWorker(ws.ID, k, p, p, ws.Resource)
+	if err != nil {
+		return err
+	}
+	cy := w.run(ctx, func() {
+		fmt.Println(stoppedLine)
+		syscall.Kill(os.Getpid(), syscall.SIGSTOP)
+	})
+	b, _ := json.Marshal(cy)
+	fmt.Printf("cycle %s\n", b)
+	return nil
+}

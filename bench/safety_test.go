@@ -1,0 +1,122 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fencelock/fencelock/internal/testenv"
+)
+
+// TestMain lets the test binary play holder A of the pause scenario: the
+// scenario re-executes its own binary (os.Executable) with workerEnv set.
+func TestMain(m *testing.M) {
+	if spec := os.Getenv(workerEnv); spec != "" {
+		if err := runWorkerProcess(spec); err != nil {
+			fmt.Fprintln(os.Stderr, "safety worker:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// TestSafety runs every scenario against every lock kind, one round each,
+// with real servers and real faults, and asserts the must-hold rules: the
+// fenced kinds lose nothing and accept no stale write, and every unfenced
+// kind shows the anomaly the scenario provokes.
+func TestSafety(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts PostgreSQL and ~150 redis-servers: not in -short")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	dsn, closePG, err := testenv.PostgresOrStart(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closePG()
+
+	dir := t.TempDir()
+	var out, progress bytes.Buffer
+	args := []string{"-quick", "-database-url", dsn,
+		"-json", filepath.Join(dir, "safety.json"), "-html", filepath.Join(dir, "safety.html")}
+	rep, err := safety(ctx, args, &out, &progress)
+	if err != nil {
+		t.Fatalf("safety: %v\n%s", err, progress.String())
+	}
+	t.Logf("\n%s", out.String())
+
+	if len(rep.Results) != len(safetyScenarios)*6+1 {
+		t.Errorf("%d cells, want %d (6 kinds × %d scenarios + write-only in handover)",
+			len(rep.Results), len(safetyScenarios)*6+1, len(safetyScenarios))
+	}
+	for _, r := range rep.Results {
+		t.Run(r.Scenario+"/"+strings.ReplaceAll(r.Lock, "/", "-"), func(t *testing.T) {
+			if r.Error != "" {
+				t.Fatalf("did not run to the end: %s", r.Error)
+			}
+			// One faulted round (A and B) and one clean cycle.
+			if r.Ops != 3 || r.Overlaps < 1 {
+				t.Errorf("ops %d, overlaps %d: want 3 ops and A and B overlapping (the fault took A's lock while it held it)", r.Ops, r.Overlaps)
+			}
+			if rep.fenced(r.Lock) {
+				if r.LostUpdates != 0 || r.StaleAccepted != 0 {
+					t.Errorf("fenced kind: %d lost updates, %d stale writes accepted; want 0 and 0", r.LostUpdates, r.StaleAccepted)
+				}
+				// The fault reached the fenced kind too: its verifier
+				// refused one of the two holders.
+				if r.Rejected < 1 {
+					t.Errorf("fenced kind: no write rejected, so the fault provoked nothing here")
+				}
+				return
+			}
+			if r.LostUpdates < 1 {
+				t.Errorf("unfenced kind: no lost update; the scenario provoked nothing")
+			}
+			// Where B writes before A, A's late write is also a stale
+			// write accepted; in the handover A writes first.
+			if r.Scenario != "handover" && r.StaleAccepted < 1 {
+				t.Errorf("unfenced kind: no stale write accepted")
+			}
+		})
+	}
+	if len(rep.Violations) > 0 {
+		t.Errorf("must-hold violations:\n%s", strings.Join(rep.Violations, "\n"))
+	}
+	for _, f := range []string{"safety.json", "safety.html"} {
+		if fi, err := os.Stat(filepath.Join(dir, f)); err != nil || fi.Size() < 1000 {
+			t.Errorf("%s: %v (size %v)", f, err, fi)
+		}
+	}
+}
+
+// TestSafetyFlags checks that bad input is refused before anything starts.
+func TestSafetyFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"-scenario", "nope"},
+		{"-locks", "mutex"},
+		{"-ttl", "10ms"},
+		{"extra-arg"},
+	} {
+		var out bytes.Buffer
+		if _, err := parseSafety(args, &out); err == nil {
+			t.Errorf("%q: no error", args)
+		}
+	}
+	o, err := parseSafety([]string{"-quick", "-scenario", "restart,pause", "-database-url", "postgres://secret@x/y"}, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.rounds != 1 || o.ttl != 500*time.Millisecond || len(o.scenarios) != 2 || o.scenarios[0] != "pause" {
+		t.Errorf("quick options: %+v", o)
+	}
+	if strings.Contains(o.command, "secret") {
+		t.Errorf("command %q leaks the database URL", o.command)
+	}
+}
