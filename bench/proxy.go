@@ -125,8 +125,10 @@ func (p *faultProxy) Delay(d time.Duration) {
 // Held reports how many client→server chunks are currently held back, not yet delivered.
 //
 // The count covers all connections. A chunk counts from the moment it is
-// read from the client until the write to the server returns, so without a
-// delay it may be briefly non-zero while bytes are in transit.
+// read from the client until it is handed to the server connection (or
+// dropped because its connection was closed), so once the server can have
+// received a chunk it is no longer counted. Without a delay the count may
+// be briefly non-zero while bytes are in transit.
 func (p *faultProxy) Held() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -322,17 +324,21 @@ func (c *proxyConn) readClient(queue chan<- proxyChunk) {
 func (c *proxyConn) writeServer(queue <-chan proxyChunk) {
 	failed := false
 	for ch := range queue {
-		if !failed {
-			if !c.waitUntil(ch.due) {
+		due := !failed && c.waitUntil(ch.due)
+		// Release the chunk before writing it, so that by the time the
+		// server can see these bytes Held no longer counts them.
+		c.p.addHeld(-1)
+		if !due {
+			if !failed {
 				failed = true
-			} else if _, err := c.server.Write(ch.data); err != nil {
-				failed = true
-			}
-			if failed {
 				c.close()
 			}
+			continue
 		}
-		c.p.addHeld(-1)
+		if _, err := c.server.Write(ch.data); err != nil {
+			failed = true
+			c.close()
+		}
 	}
 	if failed {
 		return

@@ -103,6 +103,17 @@ var safetyScenarios = []scenario{
 	},
 }
 
+// partitionNote ends the How of the node-fault scenarios.
+const partitionNote = "; quorum kinds (5 nodes): A acquires while two nodes are paused, so it holds exactly three, and the fault hits one of those three (Kleppmann's Redlock example)"
+
+func init() {
+	for i := range safetyScenarios {
+		if safetyScenarios[i].nodeFault {
+			safetyScenarios[i].info.How += partitionNote
+		}
+	}
+}
+
 // scenarioNamed returns the scenario called name.
 func scenarioNamed(name string) (scenario, error) {
 	for _, s := range safetyScenarios {
