@@ -11,6 +11,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"os/signal"
 	"strconv"
 	"strings"
 	"sync"
@@ -78,6 +79,7 @@ func runCell(ctx context.Context, cfg *safetyConfig, sc scenario, kind LockInfo)
 	res.Ops, res.Acked, res.Rejected, res.Failed = t.ops, t.acked, t.rejected, t.failed
 	res.LostUpdates, res.StaleAccepted, res.Overlaps = t.lost, t.stale, t.overlaps
 	res.Anomalies = t.lost + t.stale
+	res.Cycles = c.cycles
 	if err = errors.Join(err, cerr); err != nil {
 		res.Error = err.Error()
 	}
@@ -220,7 +222,7 @@ func (c *cellEnv) round(ctx context.Context, round int) (err error) {
 	if err != nil {
 		return err
 	}
-	var ac cycle
+	var ac, bc cycle
 	aEnded := false
 	defer func() {
 		if !aEnded {
@@ -229,8 +231,10 @@ func (c *cellEnv) round(ctx context.Context, round int) (err error) {
 		}
 		c.cycles = append(c.cycles, ac)
 	}()
+	reached := false // A got as far as its write
 	select {
 	case <-a.ready:
+		reached = true
 	case ac = <-a.done:
 		aEnded = true // A did not get as far as its write (e.g. rejected at its claim)
 	case <-ctx.Done():
@@ -250,7 +254,7 @@ func (c *cellEnv) round(ctx context.Context, round int) (err error) {
 	case sc.process, sc.handover:
 		err = wait(c.ttl + margin(c.ttl))
 	case sc.delayDB:
-		c.pgProxy.Delay(c.ttl * 3 / 2)
+		c.pgProxy.Delay(2 * c.ttl)
 		defer c.pgProxy.Delay(0)
 		a.proceed()
 		if !aEnded {
@@ -274,7 +278,6 @@ func (c *cellEnv) round(ctx context.Context, round int) (err error) {
 				<-bGo
 			})
 		}()
-		var bc cycle
 		select {
 		case <-bReady:
 			a.proceed()
@@ -287,7 +290,8 @@ func (c *cellEnv) round(ctx context.Context, round int) (err error) {
 		}
 		c.cycles = append(c.cycles, bc)
 	} else {
-		c.cycles = append(c.cycles, c.b.run(ctx, nil))
+		bc = c.b.run(ctx, nil)
+		c.cycles = append(c.cycles, bc)
 	}
 	a.proceed()
 	if !aEnded {
@@ -297,6 +301,28 @@ func (c *cellEnv) round(ctx context.Context, round int) (err error) {
 		if err := sc.restore(ctx, c); err != nil {
 			return fmt.Errorf("restore: %w", err)
 		}
+	}
+	return staged(sc, c.ttl, reached, ac, bc)
+}
+
+// staged checks that a round staged the race it was meant to: A was held
+// up past the TTL where the scenario says so, and its write came after
+// B's (before it, in the handover). A round that did not is void: an
+// error, never a clean cell. A round where A never reached its write or B
+// got no lock is not checked; the counts show it.
+func staged(sc scenario, ttl time.Duration, reached bool, a, b cycle) error {
+	if !reached || b.Outcome == outNoLock {
+		return nil
+	}
+	if (sc.process || sc.handover) && a.Stalled < int64(ttl) {
+		return fmt.Errorf("holder A was held up %v, less than the TTL %v: the round is void", time.Duration(a.Stalled), ttl)
+	}
+	first, second := b, a
+	if sc.handover {
+		first, second = a, b
+	}
+	if second.End < first.End {
+		return fmt.Errorf("%s's write returned before %s's: the round is void", second.Worker, first.Worker)
 	}
 	return nil
 }
@@ -328,7 +354,9 @@ func startProcessA(ctx context.Context, c *cellEnv, round int) (*holderA, error)
 		Resource: c.resource, TTL: c.ttl.String(), ID: fmt.Sprintf("A%d", round)})
 	cmd := exec.Command(exe)
 	cmd.Env = append(os.Environ(), workerEnv+"="+string(spec))
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	// Its own process group: no job-control signal meant for ours (a
+	// SIGCONT to an orphaned group that has a stopped member) reaches it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.StdoutPipe()
@@ -414,9 +442,15 @@ func runWorkerProcess(spec string) error {
 	if err != nil {
 		return err
 	}
+	// kill(2) returns before the whole process has stopped, and this
+	// thread could send the write in between: wait for the SIGCONT that
+	// only comes after the stop.
+	cont := make(chan os.Signal, 1)
+	signal.Notify(cont, syscall.SIGCONT)
 	cy := w.run(ctx, func() {
 		fmt.Println(stoppedLine)
 		syscall.Kill(os.Getpid(), syscall.SIGSTOP)
+		<-cont
 	})
 	b, _ := json.Marshal(cy)
 	fmt.Printf("cycle %s\n", b)

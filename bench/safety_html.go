@@ -117,8 +117,8 @@ func writeSafetyTable(w io.Writer, rep *SafetyReport) {
 }
 
 // writeSafetyHTML writes the safety report as one self-contained page: the
-// scenario × lock matrix coloured by what the data suffered, the must-hold
-// verdict, every result, the lock kinds and the versions.
+// must-hold verdict, the scenario × lock matrix coloured by what the data
+// suffered, every result, the lock kinds, the scenarios and the versions.
 func writeSafetyHTML(path string, rep *SafetyReport) error {
 	esc := html.EscapeString
 	var b strings.Builder
@@ -130,28 +130,39 @@ p{max-width:960px}
 .note{color:#666;font-weight:normal;font-size:12.5px}
 code{font-size:12px}
 table{border-collapse:collapse;font-variant-numeric:tabular-nums}
-td,th{padding:3px 10px;white-space:nowrap;border-bottom:1px solid #e3e3e3;text-align:right} td:first-child,th:first-child{text-align:left}
+td,th{padding:3px 10px;white-space:nowrap;border-bottom:1px solid #e3e3e3;text-align:right;vertical-align:top}
 th{font-weight:600;background:#f6f6f6}
+td.l,th.l{text-align:left}
 .wrap{text-align:left;white-space:normal}
-table.matrix{border-collapse:separate;border-spacing:4px}
-.matrix th,.matrix td{border:0;text-align:center;vertical-align:middle}
-.matrix th.scen{text-align:left;vertical-align:top;background:none;font-weight:normal;max-width:340px;white-space:normal;padding:6px 8px 6px 0}
+table.matrix{border-collapse:separate;border-spacing:4px;margin-left:-4px}
+.matrix th,.matrix td{border:0;padding:0;text-align:center;vertical-align:middle}
+.matrix th.corner{text-align:left;vertical-align:bottom;background:none;font-size:12.5px;color:#666;font-weight:normal;padding:0 8px 4px 0}
+.matrix th.scen{text-align:left;background:none;font-weight:normal;width:300px;min-width:300px;max-width:300px;white-space:normal;padding:4px 10px 4px 0}
 .matrix th.scen b{font-weight:600}
-.matrix th.lock{border-top:4px solid #8a8f98;min-width:118px}
+.matrix .how{display:-webkit-box;-webkit-box-orient:vertical;-webkit-line-clamp:2;line-clamp:2;overflow:hidden;line-height:1.35}
+.matrix th.lock{border-top:4px solid #8a8f98;padding:5px 6px;white-space:normal;min-width:112px;line-height:1.25}
 .matrix th.lock.fenced{border-top-color:#1b7f79;background:#e6f2f1}
-.matrix th.group{background:none;font-weight:normal;font-size:12.5px;color:#8a8f98;border-bottom:2px solid #8a8f98;text-align:center}
-.matrix th.group.fenced{color:#1b7f79;border-bottom-color:#1b7f79}
-.cell{border-radius:4px;padding:6px 8px;min-width:118px}
+.matrix th.group{background:none;font-weight:normal;font-size:12.5px;color:#6b7079;border-bottom:2px solid #8a8f98;padding:2px 6px}
+.matrix th.group.fenced{color:#1b7f79;border-bottom-color:#1b7f79;font-weight:600}
+.matrix tr.sum th,.matrix tr.sum td{font-size:12.5px;color:#555;padding:4px 0;border-top:1px solid #d5d5d8}
+.matrix tr.sum th{text-align:right;padding-right:10px;background:none;font-weight:normal}
+.cell{border-radius:4px;padding:6px 8px;line-height:1.35}
 .cell .big{font-size:15px;font-weight:600}
 .cell .small{font-size:11.5px;color:#555}
 .cell.good{background:#dff1ea;color:#17623f}
 .cell.bad{background:#fbe0dd;color:#b3261e}
 .cell.err{background:repeating-linear-gradient(135deg,#f1f1f3 0 6px,#e2e3e7 6px 12px);color:#555}
-.cell.missing{background:#f4f4f5;color:#aaa}
+.cell.missing{background:#f7f7f8;color:#9a9aa2;font-size:12px;padding:8px}
 .bad-n{color:#b3261e;font-weight:700}
 .ok{color:#1b7f79;font-weight:700} .violated{color:#b3261e;font-weight:700}
-.dot{display:inline-block;width:9px;height:9px;border-radius:50%;margin-right:5px;vertical-align:0}
-.key span{display:inline-block;width:13px;height:13px;border-radius:2px;margin:0 4px 0 12px;vertical-align:-2px}
+.verdict{border-left:4px solid #1b7f79;background:#eef6f5;padding:8px 12px;max-width:936px}
+.verdict.bad{border-left-color:#b3261e;background:#fdf0ee}
+.verdict ul{margin:4px 0 0;padding-left:20px}
+.dot{font-size:11px;margin-right:4px;vertical-align:1px}
+.key{margin:6px 0}
+.key .sw{display:inline-block;width:14px;height:14px;border-radius:3px;margin:0 5px 0 14px;vertical-align:-3px;border:1px solid rgba(0,0,0,.18)}
+.key .sw:first-child{margin-left:0}
+.key .dot{margin-left:10px}
 </style></head><body>
 `)
 	m := rep.Machine
@@ -175,18 +186,25 @@ table.matrix{border-collapse:separate;border-spacing:4px}
 	}
 	b.WriteString("</div>\n")
 
-	b.WriteString(`<p>Each cell is one lock kind under one failure scenario: workers take the lock and do a read-modify-write of
-a PostgreSQL row while the fault is injected, and a checker then counts what the protected data suffered.
+	fmt.Fprintf(&b, `<p>Each cell is one lock kind under one failure scenario. In each of the %d faulted rounds of a cell, a fault
+makes two holders, A and B, both believe they hold the lock while each does a read-modify-write of a PostgreSQL row;
+a checker then counts what the protected data suffered.
 <b>Lost updates</b> are acknowledged writes missing from the final data. <b>Stale accepted</b> are committed
 writes from an older acquisition than a write committed before them. <b>Overlaps</b> are pairs of cycles whose
 holders both believed they held the lock at the same time: under these faults every lock can overlap; fencing is
 what keeps an overlap from reaching the data, by having the verifier reject the older token
 (<i>rejected</i>). A fenced kind must never lose an update; every scenario must make some unfenced kind lose an update or accept a stale write.</p>
-<p class=key><span style="background:#dff1ea"></span>no lost update, no stale write
-<span style="background:#fbe0dd"></span>the data suffered
-<span style="background:repeating-linear-gradient(135deg,#f1f1f3 0 4px,#e2e3e7 4px 8px)"></span>did not run to the end
-<span style="background:#f4f4f5"></span>not run</p>
-`)
+`, rep.Rounds)
+
+	if len(rep.Violations) == 0 {
+		b.WriteString("<div class=verdict><b>Must hold:</b> <span class=ok>ok</span>: no fenced kind lost an update or accepted a stale write, and every scenario provoked an unfenced kind.</div>\n")
+	} else {
+		fmt.Fprintf(&b, "<div class=\"verdict bad\"><b>Must hold:</b> <span class=violated>%d violated</span><ul>\n", len(rep.Violations))
+		for _, v := range rep.Violations {
+			fmt.Fprintf(&b, "<li>%s</li>\n", esc(v))
+		}
+		b.WriteString("</ul></div>\n")
+	}
 
 	// Columns: the unfenced kinds, then the fenced ones, each in run order.
 	var unfenced, fenced []LockInfo
@@ -199,14 +217,24 @@ what keeps an overlap from reaching the data, by having the verifier reject the 
 	}
 	cols := append(append([]LockInfo{}, unfenced...), fenced...)
 
-	b.WriteString("<h2>Matrix</h2><table class=matrix>\n<tr><th class=group style=\"border:0\"></th>")
+	b.WriteString(`<h2>Matrix</h2>
+<div class=key><span class=sw style="background:#fbe0dd"></span>the data suffered (a lost update or a stale write)
+<span class=sw style="background:#dff1ea"></span>no lost update, no stale write
+<span class=sw style="background:repeating-linear-gradient(135deg,#f1f1f3 0 4px,#e2e3e7 4px 8px)"></span>did not run to the end
+<span class=sw style="background:#f7f7f8"></span>not run</div>
+<div class="key note">In a cell: <b>lost updates · stale writes accepted</b>, then overlaps, then acked / rejected (/ failed) cycles;
+hover a cell for every number and the error, a lock or a scenario for its description.<br>
+Dot by a lock's name: <span class=dot style="color:#1b7f79">●</span>fencelock
+<span class=dot style="color:#8a8f98">●</span>floor (no lock library) <span class=dot style="color:#d9822b">●</span>peer library.</div>
+<table class=matrix>
+<tr><th class=corner rowspan=2>scenario ↓ &nbsp; lock kind →</th>`)
 	if len(unfenced) > 0 {
 		fmt.Fprintf(&b, "<th class=group colspan=%d>unfenced</th>", len(unfenced))
 	}
 	if len(fenced) > 0 {
 		fmt.Fprintf(&b, "<th class=\"group fenced\" colspan=%d>fenced: token checked by the verifier</th>", len(fenced))
 	}
-	b.WriteString("</tr>\n<tr><th class=scen></th>")
+	b.WriteString("</tr>\n<tr>")
 	for _, l := range cols {
 		cls := "lock"
 		if l.Fenced {
@@ -222,8 +250,10 @@ what keeps an overlap from reaching the data, by having the verifier reject the 
 		if l.Note != "" {
 			tip += " · " + l.Note
 		}
-		fmt.Fprintf(&b, "<th class=\"%s\" title=\"%s\"><span class=dot style=\"background:%s\"></span>%s</th>",
-			cls, esc(tip), safetyOriginColor(l.Name), esc(l.Name))
+		// A long name may break after a "/".
+		name := strings.ReplaceAll(esc(l.Name), "/", "/<wbr>")
+		fmt.Fprintf(&b, "<th class=\"%s\" title=\"%s\"><span class=dot style=\"color:%s\">●</span>%s</th>",
+			cls, esc(tip), safetyOriginColor(l.Name), name)
 	}
 	b.WriteString("</tr>\n")
 	for _, s := range rep.Scenarios {
@@ -231,8 +261,8 @@ what keeps an overlap from reaching the data, by having the verifier reject the 
 		if title == "" {
 			title = s.Name
 		}
-		fmt.Fprintf(&b, "<tr><th class=scen><b>%s</b> <code class=note>%s</code><br><span class=note>%s</span></th>",
-			esc(title), esc(s.Name), esc(s.How))
+		fmt.Fprintf(&b, "<tr><th class=scen title=\"%s\"><b>%s</b> <code class=note>%s</code><div class=\"how note\">%s</div></th>",
+			esc(s.Name+": "+s.How), esc(title), esc(s.Name), esc(s.How))
 		for _, l := range cols {
 			b.WriteString("<td>")
 			writeSafetyCell(&b, s.Name, l.Name, rep.result(s.Name, l.Name))
@@ -240,56 +270,75 @@ what keeps an overlap from reaching the data, by having the verifier reject the 
 		}
 		b.WriteString("</tr>\n")
 	}
-	b.WriteString(`</table>
-<p class=note>In a cell: lost updates · stale writes accepted, then overlaps, then acked / rejected (/ failed) cycles.
-Hover for every number and the error. The dot by a lock's name: <span class=dot style="background:#1b7f79"></span>fencelock
-<span class=dot style="background:#8a8f98"></span>floor (no lock library) <span class=dot style="background:#d9822b"></span>peer.</p>
-`)
-
-	b.WriteString("<h2>Must hold</h2>")
-	if len(rep.Violations) == 0 {
-		b.WriteString("<p><span class=ok>ok</span>: no fenced kind lost an update or accepted a stale write, and every scenario provoked an unfenced kind.</p>\n")
-	} else {
-		fmt.Fprintf(&b, "<p><span class=violated>%d violated</span></p><ul>\n", len(rep.Violations))
-		for _, v := range rep.Violations {
-			fmt.Fprintf(&b, "<li>%s</li>\n", esc(v))
-		}
-		b.WriteString("</ul>\n")
-	}
-
-	b.WriteString("<h2>All results</h2><table><tr><th>scenario</th><th>lock</th><th>fenced</th><th>ops</th><th>acked</th><th>rejected</th><th>failed</th><th>lost updates</th><th>stale accepted</th><th>overlaps</th><th>seconds</th><th>error</th></tr>\n")
-	for _, r := range rep.Results {
-		num := func(n int) string {
-			if n > 0 {
-				return fmt.Sprintf("<span class=bad-n>%d</span>", n)
+	// Per lock: in how many of the scenarios it ran in the data suffered.
+	b.WriteString("<tr class=sum><th>the data suffered in</th>")
+	for _, l := range cols {
+		ran, bad := 0, 0
+		for _, s := range rep.Scenarios {
+			if c := rep.result(s.Name, l.Name); c != nil {
+				ran++
+				if safetyBad(c) {
+					bad++
+				}
 			}
-			return fmt.Sprint(n)
 		}
+		cls := ""
+		switch {
+		case bad > 0:
+			cls = " class=bad-n"
+		case ran > 0:
+			cls = " class=ok"
+		}
+		fmt.Fprintf(&b, "<td><span%s>%d</span> of %d</td>", cls, bad, ran)
+	}
+	b.WriteString("</tr>\n</table>\n")
+	b.WriteString("<p class=note>The scenario descriptions are cut short in the matrix; they are in full under <a href=\"#scenarios\">Scenarios</a>, and the lock kinds under <a href=\"#locks\">Lock kinds</a>.</p>\n")
+
+	hasErr := false
+	for _, r := range rep.Results {
+		hasErr = hasErr || r.Error != ""
+	}
+	b.WriteString("<h2>All results</h2><table><tr><th class=l>scenario</th><th class=l>lock</th><th class=l>fenced</th><th>ops</th><th>acked</th><th>rejected</th><th>failed</th><th>lost updates</th><th>stale accepted</th><th>overlaps</th><th>seconds</th>")
+	if hasErr {
+		b.WriteString("<th class=l>error</th>")
+	}
+	b.WriteString("</tr>\n")
+	num := func(n int) string {
+		if n > 0 {
+			return fmt.Sprintf("<span class=bad-n>%d</span>", n)
+		}
+		return fmt.Sprint(n)
+	}
+	for _, r := range rep.Results {
 		f := ""
 		if rep.fenced(r.Lock) {
 			f = "yes"
 		}
-		fmt.Fprintf(&b, "<tr><td>%s</td><td>%s</td><td>%s</td><td>%d</td><td>%d</td><td>%d</td><td>%d</td><td>%s</td><td>%s</td><td>%d</td><td>%.1f</td><td class=\"wrap note\">%s</td></tr>\n",
+		fmt.Fprintf(&b, "<tr><td class=l>%s</td><td class=l>%s</td><td class=l>%s</td><td>%d</td><td>%d</td><td>%d</td><td>%d</td><td>%s</td><td>%s</td><td>%d</td><td>%.1f</td>",
 			esc(r.Scenario), esc(r.Lock), f, r.Ops, r.Acked, r.Rejected, r.Failed, num(r.LostUpdates), num(r.StaleAccepted),
-			r.Overlaps, r.Seconds, esc(r.Error))
+			r.Overlaps, r.Seconds)
+		if hasErr {
+			fmt.Fprintf(&b, "<td class=\"wrap note\">%s</td>", esc(r.Error))
+		}
+		b.WriteString("</tr>\n")
 	}
 	b.WriteString("</table>\n")
 
-	b.WriteString("<h2>Lock kinds</h2><table><tr><th>lock</th><th>fenced</th><th>nodes</th><th>note</th></tr>\n")
+	b.WriteString("<h2 id=locks>Lock kinds</h2><table><tr><th class=l>lock</th><th class=l>fenced</th><th>nodes</th><th class=l>note</th></tr>\n")
 	for _, l := range rep.Locks {
 		f := ""
 		if l.Fenced {
 			f = "yes"
 		}
-		fmt.Fprintf(&b, "<tr><td>%s</td><td>%s</td><td>%d</td><td class=wrap>%s</td></tr>\n", esc(l.Name), f, l.Nodes, esc(l.Note))
+		fmt.Fprintf(&b, "<tr><td class=l>%s</td><td class=l>%s</td><td>%d</td><td class=wrap>%s</td></tr>\n", esc(l.Name), f, l.Nodes, esc(l.Note))
 	}
-	b.WriteString("</table>\n<h2>Scenarios</h2><table><tr><th>scenario</th><th>title</th><th>how</th></tr>\n")
+	b.WriteString("</table>\n<h2 id=scenarios>Scenarios</h2><table><tr><th class=l>scenario</th><th class=l>title</th><th class=l>how</th></tr>\n")
 	for _, s := range rep.Scenarios {
-		fmt.Fprintf(&b, "<tr><td>%s</td><td class=wrap>%s</td><td class=wrap>%s</td></tr>\n", esc(s.Name), esc(s.Title), esc(s.How))
+		fmt.Fprintf(&b, "<tr><td class=l>%s</td><td class=wrap style=\"min-width:160px\">%s</td><td class=wrap>%s</td></tr>\n", esc(s.Name), esc(s.Title), esc(s.How))
 	}
 	b.WriteString("</table>\n<h2>Versions</h2><table>")
 	for _, k := range sortedKeys(rep.Versions) {
-		fmt.Fprintf(&b, "<tr><td>%s</td><td>%s</td></tr>", esc(k), esc(rep.Versions[k]))
+		fmt.Fprintf(&b, "<tr><td class=l>%s</td><td class=l>%s</td></tr>", esc(k), esc(rep.Versions[k]))
 	}
 	b.WriteString("</table></body></html>\n")
 	return writeFile(path, []byte(b.String()))
@@ -312,7 +361,7 @@ func safetyOriginColor(name string) string {
 func writeSafetyCell(b *strings.Builder, scenario, lock string, c *SafetyResult) {
 	esc := html.EscapeString
 	if c == nil {
-		fmt.Fprintf(b, "<div class=\"cell missing\" title=\"%s\">—</div>", esc(scenario+" / "+lock+": not run"))
+		fmt.Fprintf(b, "<div class=\"cell missing\" title=\"%s\">not run</div>", esc(scenario+" / "+lock+": not run"))
 		return
 	}
 	cls := "good"

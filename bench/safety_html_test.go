@@ -157,6 +157,20 @@ func TestSafetyHTML(t *testing.T) {
 	if i, j := strings.Index(page, ">redsync</th>"), strings.Index(page, ">lease+verifier</th>"); i < 0 || j < 0 || i > j {
 		t.Errorf("fenced column not grouped after the unfenced ones (%d, %d)", i, j)
 	}
+	// The verdict comes before the matrix; the matrix ends with how often
+	// each kind's data suffered: 1 of 2 scenarios for all three (redsync's
+	// errored clockjump cell counts as run).
+	if i, j := strings.Index(page, "3 violated"), strings.Index(page, "<table class=matrix>"); i < 0 || j < 0 || i > j {
+		t.Errorf("verdict not above the matrix (%d, %d)", i, j)
+	}
+	if n := strings.Count(page, "<span class=bad-n>1</span> of 2"); !strings.Contains(page, "the data suffered in") || n != 3 {
+		t.Errorf("summary row: %d locks with 1 of 2, want 3", n)
+	}
+	for _, want := range []string{"<th class=l>error</th>", `id=scenarios`, `id=locks`} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
 	if strings.Contains(page, "<script") {
 		t.Error("an unescaped <script> reached the page")
 	}
@@ -171,8 +185,29 @@ func TestSafetyHTML(t *testing.T) {
 		t.Fatal(err)
 	}
 	b, _ = os.ReadFile(path)
-	if !strings.Contains(string(b), `class="cell missing"`) {
+	if !strings.Contains(string(b), `class="cell missing"`) || !strings.Contains(string(b), ">not run</div>") {
 		t.Error("missing cell not shown as missing")
+	}
+	// Without the errored cell, no result has an error: no error column.
+	if strings.Contains(string(b), "<th class=l>error</th>") {
+		t.Error("an error column although no result has an error")
+	}
+	// redsync now ran in 1 scenario, where its data suffered.
+	if !strings.Contains(string(b), "<span class=bad-n>1</span> of 1") {
+		t.Error("summary row lacks redsync's 1 of 1")
+	}
+
+	// A long lock name may break after its "/".
+	rep.Locks = append(rep.Locks, LockInfo{Name: "lease+verifier/write-only"})
+	if err := writeSafetyHTML(path, rep); err != nil {
+		t.Fatal(err)
+	}
+	b, _ = os.ReadFile(path)
+	if !strings.Contains(string(b), ">lease+verifier/<wbr>write-only</th>") {
+		t.Error("no break opportunity after the / of a long lock name")
+	}
+	if !strings.Contains(string(b), "<span>0</span> of 0") {
+		t.Error("a lock run in no scenario lacks its 0 of 0")
 	}
 	rep.Violations = nil
 	if err := writeSafetyHTML(path, rep); err != nil {

@@ -69,6 +69,9 @@ type SafetyResult struct {
 	// Error is set when the cell could not run to the end; its counts
 	// are then what was checked before the error.
 	Error string `json:"error,omitempty"`
+	// Cycles is every cycle of the cell as its worker saw it, in the
+	// order they ended: the evidence behind the counts.
+	Cycles []cycle `json:"cycles,omitempty"`
 }
 
 // fenced reports whether lock kind name is fenced.

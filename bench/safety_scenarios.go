@@ -42,7 +42,7 @@ var safetyScenarios = []scenario{
 	},
 	{
 		info: ScenarioInfo{Name: "delayed-write", Title: "delayed write reaches Postgres after the lease expired",
-			How: "A's Postgres connection goes through a TCP proxy that, after A's check, delays every packet to Postgres by 1.5×TTL; B writes directly meanwhile"},
+			How: "A's Postgres connection goes through a TCP proxy that, after A's check, delays every packet to Postgres by 2×TTL; B writes directly meanwhile"},
 		delayDB: true,
 	},
 	{

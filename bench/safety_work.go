@@ -94,8 +94,11 @@ type cycle struct {
 	// Start and End bound the time the worker acted as the holder: from
 	// the acquire's return to the write's (or the abort's) return, in Unix
 	// nanoseconds of this machine's clock, shared by every process.
-	Start int64 `json:"start"`
-	End   int64 `json:"end"`
+	Start int64 `json:"start_ns"`
+	End   int64 `json:"end_ns"`
+	// Stalled is how long the worker was held up before its write, in
+	// nanoseconds (0 when it was not).
+	Stalled int64 `json:"stalled_ns,omitempty"`
 }
 
 // worker runs cycles of one lock kind on one resource, over its own Redis
@@ -143,10 +146,14 @@ func (w *worker) run(ctx context.Context, beforeWrite func()) cycle {
 	var once sync.Once
 	stall := func() {
 		if beforeWrite != nil {
-			once.Do(beforeWrite)
+			once.Do(func() {
+				t := time.Now()
+				beforeWrite()
+				c.Stalled = int64(time.Since(t))
+			})
 		}
 	}
-	err = w.rmw(ctx, h, c, stall)
+	err = w.rmw(ctx, h, &c, stall)
 	c.End = time.Now().UnixNano()
 	var stale *verifier.StaleError
 	switch {
@@ -167,7 +174,7 @@ func (w *worker) run(ctx context.Context, beforeWrite func()) cycle {
 
 // rmw reads the set, adds the item and writes the set back, the way the
 // kind does it.
-func (w *worker) rmw(ctx context.Context, h hold, c cycle, stall func()) error {
+func (w *worker) rmw(ctx context.Context, h hold, c *cycle, stall func()) error {
 	read := func() ([]string, error) {
 		var items []string
 		err := w.db.QueryRow(ctx, `SELECT items FROM fencelock_safety_data WHERE resource = $1`, w.resource).Scan(&items)
