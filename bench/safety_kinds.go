@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"time"
 
 	"github.com/go-redsync/redsync/v4"
@@ -191,7 +192,7 @@ func redsyncAcquire(nodes []redis.UniversalClient, ttl time.Duration) func(ctx c
 	return func(ctx context.Context, name string) (hold, error) {
 		m := rs.NewMutex(name, redsync.WithExpiry(ttl), redsync.WithTries(1<<20),
 			redsync.WithRetryDelayFunc(func(int) time.Duration {
-				return 10*time.Millisecond + time.Duration(time.Now().UnixNano()%20)*time.Millisecond
+				return 10*time.Millisecond + rand.N(20*time.Millisecond)
 			}))
 		if err := m.LockContext(ctx); err != nil {
 			return nil, err
