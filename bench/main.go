@@ -39,7 +39,7 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	const usage = `usage: go run ./bench perf [-quick] [-json FILE] [-html FILE] [-redis-url URL] [-database-url URL]
-       go run ./bench safety [-quick] [-json FILE] [-html FILE] [-scenario NAME,...] [-database-url URL]`
+       go run ./bench safety [-quick] [-json FILE] [-html FILE] [-scenario NAME,...] [-locks KIND,...] [-database-url URL]`
 	if len(os.Args) < 2 {
 		fmt.Fprintln(os.Stderr, usage)
 		os.Exit(2)

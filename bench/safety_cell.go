@@ -143,7 +143,7 @@ func (c *cellEnv) run(ctx context.Context) (err error) {
 			return fmt.Errorf("round %d: %w", r, err)
 		}
 		for range c.cfg.extra {
-			c.cycles = append(c.cycles, c.b.run(ctx, nil))
+			c.cycles = append(c.cycles, c.b.run(ctx, time.Time{}, nil))
 		}
 	}
 	return nil
@@ -178,11 +178,26 @@ func (c *cellEnv) startA(ctx context.Context, round int) (*holderA, error) {
 	var once sync.Once
 	a.proceed = func() error { once.Do(func() { close(release) }); return nil }
 	go func() {
-		a.done <- c.a.run(ctx, func() {
+		a.done <- c.a.run(ctx, time.Time{}, func(h hold) {
 			close(a.ready)
-			select {
-			case <-release:
-			case <-ctx.Done():
+			var tick <-chan time.Time
+			if c.sc.keepAlive {
+				t := time.NewTicker(c.ttl / 3)
+				defer t.Stop()
+				tick = t.C
+			}
+			for {
+				select {
+				case <-release:
+					return
+				case <-ctx.Done():
+					return
+				case <-tick:
+					// A keep-alive: errors are the fault at work.
+					rctx, cancel := context.WithTimeout(ctx, c.ttl/3)
+					h.refresh(rctx)
+					cancel()
+				}
 			}
 		})
 	}()
@@ -202,21 +217,20 @@ func (c *cellEnv) round(ctx context.Context, round int) (err error) {
 	if sc.nodeFault {
 		cut = c.topo.cutOff()
 	}
+	var paused []*site
+	heal := func() {
+		for _, s := range paused {
+			s.r.Resume()
+		}
+		paused = nil
+	}
+	defer heal()
 	for _, s := range cut {
 		if err := s.r.Pause(); err != nil {
 			return err
 		}
+		paused = append(paused, s)
 	}
-	healed := false
-	heal := func() {
-		if !healed {
-			healed = true
-			for _, s := range cut {
-				s.r.Resume()
-			}
-		}
-	}
-	defer heal()
 
 	a, err := c.startA(ctx, round)
 	if err != nil {
@@ -232,9 +246,13 @@ func (c *cellEnv) round(ctx context.Context, round int) (err error) {
 		c.cycles = append(c.cycles, ac)
 	}()
 	reached := false // A got as far as its write
+	var aCalled time.Time
 	select {
 	case <-a.ready:
 		reached = true
+		if c.a != nil {
+			aCalled = time.Unix(0, c.a.called.Load())
+		}
 	case ac = <-a.done:
 		aEnded = true // A did not get as far as its write (e.g. rejected at its claim)
 	case <-ctx.Done():
@@ -273,7 +291,7 @@ func (c *cellEnv) round(ctx context.Context, round int) (err error) {
 		bReady, bGo := make(chan struct{}), make(chan struct{})
 		bDone := make(chan cycle, 1)
 		go func() {
-			bDone <- c.b.run(ctx, func() {
+			bDone <- c.b.run(ctx, time.Time{}, func(hold) {
 				close(bReady)
 				<-bGo
 			})
@@ -290,7 +308,15 @@ func (c *cellEnv) round(ctx context.Context, round int) (err error) {
 		}
 		c.cycles = append(c.cycles, bc)
 	} else {
-		bc = c.b.run(ctx, nil)
+		// After a node fault B must get the lock before A's would have
+		// expired by itself (A called acquire before the server set its
+		// TTL): only the fault can have freed it. With A's keep-alive
+		// running, nothing but the fault frees it at all.
+		var by time.Time
+		if sc.nodeFault && !sc.keepAlive && !aCalled.IsZero() {
+			by = aCalled.Add(c.ttl)
+		}
+		bc = c.b.run(ctx, by, nil)
 		c.cycles = append(c.cycles, bc)
 	}
 	a.proceed()
@@ -305,14 +331,17 @@ func (c *cellEnv) round(ctx context.Context, round int) (err error) {
 	return staged(sc, c.ttl, reached, ac, bc)
 }
 
-// staged checks that a round staged the race it was meant to: A was held
-// up past the TTL where the scenario says so, and its write came after
-// B's (before it, in the handover). A round that did not is void: an
-// error, never a clean cell. A round where A never reached its write or B
-// got no lock is not checked; the counts show it.
+// staged checks that a round staged the race it was meant to: A reached
+// its write, B got the lock (within its deadline), A was held up past the
+// TTL where the scenario says so, and A's write came after B's (before it,
+// in the handover). A round that did not is void: an error, never a clean
+// cell.
 func staged(sc scenario, ttl time.Duration, reached bool, a, b cycle) error {
-	if !reached || b.Outcome == outNoLock {
-		return nil
+	if !reached {
+		return fmt.Errorf("holder A did not reach its write (%s: %s): the round is void", a.Outcome, a.Err)
+	}
+	if b.Outcome == outNoLock {
+		return fmt.Errorf("holder B got no lock (%s): the fault did not free it; the round is void", b.Err)
 	}
 	if (sc.process || sc.handover) && a.Stalled < int64(ttl) {
 		return fmt.Errorf("holder A was held up %v, less than the TTL %v: the round is void", time.Duration(a.Stalled), ttl)
@@ -381,8 +410,13 @@ func startProcessA(ctx context.Context, c *cellEnv, round int) (*holderA, error)
 			line := sc.Text()
 			switch {
 			case line == stoppedLine:
-				waitStopped(ctx, cmd.Process.Pid)
-				close(a.ready)
+				// Only a process seen stopped counts: a SIGCONT sent
+				// before the stop lands would leave it stopped for good.
+				if waitStopped(ctx, cmd.Process.Pid) {
+					close(a.ready)
+				} else {
+					cmd.Process.Kill()
+				}
 			case strings.HasPrefix(line, "cycle "):
 				got = json.Unmarshal([]byte(line[len("cycle "):]), &cy) == nil
 			}
@@ -397,24 +431,27 @@ func startProcessA(ctx context.Context, c *cellEnv, round int) (*holderA, error)
 	return a, nil
 }
 
-// waitStopped waits until process pid is in state T (stopped).
-func waitStopped(ctx context.Context, pid int) {
-	for range 400 {
+// waitStopped waits until process pid is in state T (stopped), for at
+// most 5 s; it reports whether it saw it so.
+func waitStopped(ctx context.Context, pid int) bool {
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
 		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 		if err != nil {
-			return
+			return false
 		}
 		// pid (comm) state ...: comm may hold spaces; the state follows the last ')'.
 		s := string(b)
 		if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) && s[i+2] == 'T' {
-			return
+			return true
 		}
 		select {
 		case <-ctx.Done():
-			return
+			return false
 		case <-time.After(5 * time.Millisecond):
 		}
 	}
+	return false
 }
 
 // runWorkerProcess is the child's side of startProcessA.
@@ -447,7 +484,7 @@ func runWorkerProcess(spec string) error {
 	// only comes after the stop.
 	cont := make(chan os.Signal, 1)
 	signal.Notify(cont, syscall.SIGCONT)
-	cy := w.run(ctx, func() {
+	cy := w.run(ctx, time.Time{}, func(hold) {
 		fmt.Println(stoppedLine)
 		syscall.Kill(os.Getpid(), syscall.SIGSTOP)
 		<-cont

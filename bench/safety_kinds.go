@@ -59,6 +59,8 @@ type hold interface {
 	// false when the library knows the lock is gone. Kinds with no such
 	// check say true.
 	held() bool
+	// refresh extends the lock by the TTL, as a keep-alive does.
+	refresh(ctx context.Context) error
 	release(ctx context.Context) error
 }
 
@@ -116,7 +118,7 @@ func newLockKind(name string, addrs []string, ttl time.Duration) (*safetyLock, e
 				if err != nil {
 					return nil, err
 				}
-				return leaseHold{l}, nil
+				return leaseHold{l, ttl}, nil
 			}
 		}
 	case kindRedlock, kindRedlockVerifier:
@@ -129,7 +131,7 @@ func newLockKind(name string, addrs []string, ttl time.Duration) (*safetyLock, e
 				if err != nil {
 					return nil, err
 				}
-				return redlockHold{l}, nil
+				return redlockHold{l, ttl}, nil
 			}
 		}
 	}
@@ -140,16 +142,24 @@ func newLockKind(name string, addrs []string, ttl time.Duration) (*safetyLock, e
 	return k, nil
 }
 
-type leaseHold struct{ l *lease.Lease }
+type leaseHold struct {
+	l   *lease.Lease
+	ttl time.Duration
+}
 
 func (h leaseHold) token() (fence.Token, bool)        { return h.l.Token(), true }
 func (h leaseHold) held() bool                        { return h.l.Held() }
+func (h leaseHold) refresh(ctx context.Context) error { return h.l.Refresh(ctx, h.ttl) }
 func (h leaseHold) release(ctx context.Context) error { return h.l.Release(ctx) }
 
-type redlockHold struct{ l *redlock.Lease }
+type redlockHold struct {
+	l   *redlock.Lease
+	ttl time.Duration
+}
 
 func (h redlockHold) token() (fence.Token, bool)        { return h.l.Token(), true }
 func (h redlockHold) held() bool                        { return h.l.Held() }
+func (h redlockHold) refresh(ctx context.Context) error { return h.l.Refresh(ctx, h.ttl) }
 func (h redlockHold) release(ctx context.Context) error { return h.l.Release(ctx) }
 
 // naiveAcquire polls SET NX PX every 5 ms; its release is a plain DEL, so
@@ -159,7 +169,7 @@ func naiveAcquire(rdb *redis.Client, ttl time.Duration) func(ctx context.Context
 		for {
 			ok, err := rdb.SetNX(ctx, name, "1", ttl).Result()
 			if err == nil && ok {
-				return naiveHold{rdb: rdb, key: name}, nil
+				return naiveHold{rdb: rdb, key: name, ttl: ttl}, nil
 			}
 			if ctx.Err() != nil {
 				return nil, errors.Join(errors.New("naive: lock not acquired"), ctx.Err(), err)
@@ -175,10 +185,12 @@ func naiveAcquire(rdb *redis.Client, ttl time.Duration) func(ctx context.Context
 type naiveHold struct {
 	rdb *redis.Client
 	key string
+	ttl time.Duration
 }
 
 func (naiveHold) token() (fence.Token, bool)          { return fence.Token{}, false }
 func (naiveHold) held() bool                          { return true }
+func (h naiveHold) refresh(ctx context.Context) error { return h.rdb.PExpire(ctx, h.key, h.ttl).Err() }
 func (h naiveHold) release(ctx context.Context) error { return h.rdb.Del(ctx, h.key).Err() }
 
 // redsyncAcquire is go-redsync's waiting Lock with expiry ttl, retrying
@@ -205,6 +217,13 @@ type redsyncHold struct{ m *redsync.Mutex }
 
 func (redsyncHold) token() (fence.Token, bool) { return fence.Token{}, false }
 func (h redsyncHold) held() bool               { return time.Now().Before(h.m.Until()) }
+func (h redsyncHold) refresh(ctx context.Context) error {
+	ok, err := h.m.ExtendContext(ctx)
+	if err == nil && !ok {
+		err = errors.New("redsync: extend failed")
+	}
+	return err
+}
 func (h redsyncHold) release(ctx context.Context) error {
 	_, err := h.m.UnlockContext(ctx)
 	return err

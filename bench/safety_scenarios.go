@@ -24,6 +24,7 @@ type scenario struct {
 	delayDB   bool // A's Postgres link goes through the delaying proxy
 	process   bool // A is a separate process, stopped with SIGSTOP
 	handover  bool // B reads before A writes and writes after
+	keepAlive bool // A refreshes its lock every TTL/3 while held up
 	// prepare runs before A acquires, inject while A is held up, restore
 	// after the round.
 	prepare, restore func(ctx context.Context, c *cellEnv) error
@@ -83,8 +84,8 @@ var safetyScenarios = []scenario{
 	},
 	{
 		info: ScenarioInfo{Name: "server-pause", Title: "lock server paused past the TTL",
-			How: "SIGSTOP on the node for TTL+margin, then SIGCONT: the lock has expired by the server's clock when it resumes"},
-		nodeFault: true,
+			How: "A keeps its lock alive (refresh every TTL/3) while held up; SIGSTOP on the node for TTL+margin, then SIGCONT: the lock has expired by the server's clock when it resumes, whatever A sent"},
+		nodeFault: true, keepAlive: true,
 		inject: func(ctx context.Context, c *cellEnv) error {
 			return c.topo.faulted().pauseFor(ctx, c.ttl+margin(c.ttl))
 		},

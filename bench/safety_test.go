@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/fencelock/fencelock/internal/testenv"
 )
@@ -118,5 +121,46 @@ func TestSafetyFlags(t *testing.T) {
 	}
 	if strings.Contains(o.command, "secret") {
 		t.Errorf("command %q leaks the database URL", o.command)
+	}
+}
+
+// TestSafetyNoOpFaultIsVoid: a fault that frees nothing must not pass for
+// a provoked one. With the fault removed, B cannot get the lock before A's
+// would have expired by itself (or ever, against A's keep-alive), and the
+// round is reported void instead of clean.
+func TestSafetyNoOpFaultIsVoid(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts PostgreSQL and redis-servers")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	dsn, closePG, err := testenv.PostgresOrStart(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closePG()
+	db, err := pgxpool.New(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := prepareSafetyDB(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	cfg := &safetyConfig{ttl: 300 * time.Millisecond, rounds: 1, extra: 0, runID: "noop" + strconv.Itoa(int(time.Now().UnixNano()%1e6)),
+		dsn: dsn, db: db, status: func(string) {}}
+	for _, name := range []string{"clock-jump", "server-pause"} {
+		sc, err := scenarioNamed(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc.inject = func(context.Context, *cellEnv) error { return nil }
+		for _, kind := range []string{kindLease, kindLeaseVerifier} {
+			info, _ := kindInfo(kind)
+			r := runCell(ctx, cfg, sc, info)
+			if !strings.Contains(r.Error, "the round is void") {
+				t.Errorf("%s/%s with a no-op fault: error %q, want a void round", name, kind, r.Error)
+			}
+		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -38,9 +39,9 @@ CREATE TABLE IF NOT EXISTS fencelock_safety_applied (
 CREATE SEQUENCE IF NOT EXISTS fencelock_safety_epoch;
 `
 
-// writeSQL appends nothing itself: it stores the set the worker computed
-// from its read (the read-modify-write), bumps the version and logs the
-// write, in one statement.
+// writeSQL is the write of the read-modify-write: it stores the set the
+// worker computed from its earlier read (the database does not append), bumps
+// the version and logs the write, in one statement.
 const writeSQL = `WITH u AS (
 	UPDATE fencelock_safety_data SET items = $2, version = version + 1
 	WHERE resource = $1 RETURNING resource, version)
@@ -112,6 +113,7 @@ type worker struct {
 	resource string
 	wait     time.Duration // how long an acquire may wait
 	n        int
+	called   atomic.Int64 // Unix ns when the last cycle called acquire
 }
 
 func newWorker(id string, kind *safetyLock, db, epochs *pgxpool.Pool, resource string) (*worker, error) {
@@ -127,10 +129,16 @@ var errLostBeforeWrite = errors.New("lock lost before the write (the holder's ow
 // run does one cycle. beforeWrite, when set, is called once, after the
 // read and the holder's own validity check, right before the write: the
 // point where a scenario stalls the holder.
-func (w *worker) run(ctx context.Context, beforeWrite func()) cycle {
+//
+// by, when not zero, is the latest time the acquire may return by.
+func (w *worker) run(ctx context.Context, by time.Time, beforeWrite func(hold)) cycle {
 	w.n++
 	c := cycle{Worker: w.id, Item: fmt.Sprintf("%s-%d", w.id, w.n)}
-	actx, cancel := context.WithTimeout(ctx, w.wait)
+	if by.IsZero() {
+		by = time.Now().Add(w.wait)
+	}
+	w.called.Store(time.Now().UnixNano())
+	actx, cancel := context.WithDeadline(ctx, by)
 	h, err := w.kind.acquire(actx, w.resource)
 	cancel()
 	if err != nil {
@@ -148,7 +156,7 @@ func (w *worker) run(ctx context.Context, beforeWrite func()) cycle {
 		if beforeWrite != nil {
 			once.Do(func() {
 				t := time.Now()
-				beforeWrite()
+				beforeWrite(h)
 				c.Stalled = int64(time.Since(t))
 			})
 		}
