@@ -41,8 +41,11 @@ type cellEnv struct {
 	topo     *topology
 	resource string
 	pgProxy  *faultProxy // delayDB: A's Postgres link
-	a, b     *worker     // a is nil when A runs as a process
-	cycles   []cycle
+	// cut is A's own links to the nodes it is partitioned from in a
+	// node-fault round (quorum kinds only): proxies only A dials.
+	cut    []*faultProxy
+	a, b   *worker // a is nil when A runs as a process
+	cycles []cycle
 }
 
 // newPool opens a small pool to dsn, through addr when it is not "".
@@ -95,8 +98,8 @@ func (c *cellEnv) run(ctx context.Context) (err error) {
 	if err := newResource(ctx, c.cfg.db, c.resource); err != nil {
 		return err
 	}
-	mk := func(id, viaAddr string) (*worker, func(), error) {
-		k, err := newLockKind(c.kind.Name, c.topo.addrs(), c.ttl)
+	mk := func(id, viaAddr string, addrs []string) (*worker, func(), error) {
+		k, err := newLockKind(c.kind.Name, addrs, c.ttl)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -114,7 +117,7 @@ func (c *cellEnv) run(ctx context.Context) (err error) {
 		return w, func() { p.Close(); k.close() }, nil
 	}
 	var closeB func()
-	if c.b, closeB, err = mk("B", ""); err != nil {
+	if c.b, closeB, err = mk("B", "", c.topo.addrs()); err != nil {
 		return err
 	}
 	defer closeB()
@@ -131,8 +134,20 @@ func (c *cellEnv) run(ctx context.Context) (err error) {
 			defer c.pgProxy.Close()
 			via = c.pgProxy.Addr()
 		}
+		addrs := c.topo.addrs()
+		if c.sc.nodeFault {
+			for i, s := range c.topo.cutOff() {
+				px, err := startProxy(s.addr())
+				if err != nil {
+					return err
+				}
+				defer px.Close()
+				c.cut = append(c.cut, px)
+				addrs[len(addrs)-len(c.topo.cutOff())+i] = px.Addr()
+			}
+		}
 		var closeA func()
-		if c.a, closeA, err = mk("A", via); err != nil {
+		if c.a, closeA, err = mk("A", via, addrs); err != nil {
 			return err
 		}
 		defer closeA()
@@ -161,6 +176,10 @@ func pgAddr(dsn string) (string, error) {
 	}
 	return net.JoinHostPort(h, strconv.Itoa(int(cfg.ConnConfig.Port))), nil
 }
+
+// blackhole is an address nothing listens on: a partitioned link dials it
+// and is refused.
+const blackhole = "127.0.0.1:1"
 
 // holderA is holder A of one round, in this process or another.
 type holderA struct {
@@ -212,25 +231,23 @@ func (c *cellEnv) round(ctx context.Context, round int) (err error) {
 			return fmt.Errorf("prepare: %w", err)
 		}
 	}
-	// The partition: A cannot reach the last two of five nodes.
-	var cut []*site
-	if sc.nodeFault {
-		cut = c.topo.cutOff()
+	// The partition: A cannot reach the last two of five nodes. Its own
+	// links to them drop every connection and refuse new ones (a paused
+	// node would not do: it runs A's queued requests when it resumes).
+	cut := c.cut
+	if !sc.nodeFault {
+		cut = nil
 	}
-	var paused []*site
+	for _, px := range cut {
+		px.SetTarget(blackhole)
+	}
 	heal := func() {
-		for _, s := range paused {
-			s.r.Resume()
+		for i, px := range cut {
+			px.SetTarget(c.topo.cutOff()[i].addr())
 		}
-		paused = nil
+		cut = nil
 	}
 	defer heal()
-	for _, s := range cut {
-		if err := s.r.Pause(); err != nil {
-			return err
-		}
-		paused = append(paused, s)
-	}
 
 	a, err := c.startA(ctx, round)
 	if err != nil {
