@@ -194,13 +194,8 @@ func (w *worker) rmw(ctx context.Context, h hold, c *cycle, stall func()) error 
 		}
 		return nil
 	}
-	// fenced is one attempt of the fenced cycle with token tok.
-	fenced := func(ctx context.Context, tok fence.Token, claim bool) error {
-		if claim {
-			if err := w.ver.Claim(ctx, w.resource, tok); err != nil {
-				return err
-			}
-		}
+	// rmwOnce reads, checks, is held up, and writes the new set with write.
+	rmwOnce := func(write func(set []string) error) error {
 		items, err := read()
 		if err != nil {
 			return err
@@ -209,8 +204,19 @@ func (w *worker) rmw(ctx context.Context, h hold, c *cycle, stall func()) error 
 			return err
 		}
 		stall()
-		_, err = w.ver.Exec(ctx, w.resource, tok, writeSQL, w.resource, add(items, c.Item), c.Epoch, c.Item)
-		return err
+		return write(add(items, c.Item))
+	}
+	// fenced is one attempt of the fenced cycle with token tok.
+	fenced := func(ctx context.Context, tok fence.Token, claim bool) error {
+		if claim {
+			if err := w.ver.Claim(ctx, w.resource, tok); err != nil {
+				return err
+			}
+		}
+		return rmwOnce(func(set []string) error {
+			_, err := w.ver.Exec(ctx, w.resource, tok, writeSQL, w.resource, set, c.Epoch, c.Item)
+			return err
+		})
 	}
 	switch w.kind.name {
 	case kindLeaseVerifier:
@@ -223,19 +229,13 @@ func (w *worker) rmw(ctx context.Context, h hold, c *cycle, stall func()) error 
 		tok, _ := h.token()
 		return fenced(ctx, tok, false)
 	}
-	items, err := read()
-	if err != nil {
+	return rmwOnce(func(set []string) error {
+		tag, err := w.db.Exec(ctx, writeSQL, w.resource, set, c.Epoch, c.Item)
+		if err == nil && tag.RowsAffected() != 1 {
+			err = fmt.Errorf("write changed %d rows", tag.RowsAffected())
+		}
 		return err
-	}
-	if err := check(); err != nil {
-		return err
-	}
-	stall()
-	tag, err := w.db.Exec(ctx, writeSQL, w.resource, add(items, c.Item), c.Epoch, c.Item)
-	if err == nil && tag.RowsAffected() != 1 {
-		err = fmt.Errorf("write changed %d rows", tag.RowsAffected())
-	}
-	return err
+	})
 }
 
 func add(items []string, item string) []string {
