@@ -10,6 +10,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fencelock/fencelock/fence"
+	"github.com/fencelock/fencelock/internal/isnil"
+	"github.com/fencelock/fencelock/internal/lifetime"
 	"github.com/fencelock/fencelock/internal/script"
 )
 
@@ -21,14 +23,28 @@ type Client struct {
 	cfg config
 }
 
-// New returns a Client that uses rdb. The client is not closed by
+// New returns a Client that uses rdb. It rejects a nil rdb (a typed nil
+// such as a nil *redis.Client too), a nil option and bad option values with
+// an error wrapping ErrInvalid, and does no I/O. The client is not closed by
 // fencelock; close it yourself when done.
+//
+// Give rdb ContextTimeoutEnabled: true. Every call of this package honours
+// its context, but go-redis applies a context's deadline to socket reads
+// only with that option: without it, a call to a frozen server (SIGSTOP, a
+// partition that drops packets) waits for the client's ReadTimeout (3s by
+// default) and its retries (3 by default), whatever the context says. New
+// accepts such a client, because a refusal would break the commonest
+// client setup for a cost that only shows on a frozen server; the README's
+// setup shows the options to use.
 func New(rdb redis.UniversalClient, opts ...Option) (*Client, error) {
-	if rdb == nil {
+	if isnil.Nil(rdb) {
 		return nil, fmt.Errorf("%w: nil redis client", ErrInvalid)
 	}
 	cfg := defaultConfig()
-	for _, o := range opts {
+	for i, o := range opts {
+		if o == nil {
+			return nil, fmt.Errorf("%w: option #%d is nil", ErrInvalid, i)
+		}
 		if err := o(&cfg); err != nil {
 			return nil, err
 		}
@@ -84,14 +100,24 @@ func (c *Client) newRequest(name string, ttl time.Duration, opts []AcquireOption
 	if err := fence.ValidateKey(name); err != nil {
 		return request{}, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
-	if ttl < time.Millisecond {
-		return request{}, fmt.Errorf("%w: ttl %v is below 1ms", ErrInvalid, ttl)
+	if err := lifetime.CheckTTL(ttl, c.cfg.driftFactor); err != nil {
+		return request{}, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	var ac acquireConfig
-	for _, o := range opts {
+	for i, o := range opts {
+		if o == nil {
+			return request{}, fmt.Errorf("%w: acquire option #%d is nil", ErrInvalid, i)
+		}
 		if err := o(&ac); err != nil {
 			return request{}, err
 		}
+	}
+	if ac.keepAlive {
+		every, err := lifetime.KeepAliveEvery(ttl, ac.interval, c.cfg.driftFactor)
+		if err != nil {
+			return request{}, fmt.Errorf("%w: %w", ErrInvalid, err)
+		}
+		ac.interval = every
 	}
 	reacquire := ac.holder != ""
 	if !reacquire {
@@ -115,17 +141,20 @@ func (c *Client) newRequest(name string, ttl time.Duration, opts []AcquireOption
 // try runs the acquire script once. It returns a lease when acquired, a nil
 // lease and the script's result when the lock is held, or an error.
 func (c *Client) try(ctx context.Context, req request) (*Lease, script.AcquireResult, error) {
+	if ctx == nil {
+		return nil, script.AcquireResult{}, fmt.Errorf("%w: nil context", ErrInvalid)
+	}
 	if err := ctx.Err(); err != nil {
-		return nil, script.AcquireResult{}, fmt.Errorf("%w: %q: %w", ErrNotAcquired, req.name, err)
+		return nil, script.AcquireResult{}, notAcquired(ctx, req.name, nil)
 	}
 	start := time.Now()
 	res, err := c.acquire(ctx, req)
 	if err != nil {
-		if replyMayBeLost(err) {
+		if script.MayHaveRun(err) {
 			c.releaseAfterLostReply(ctx, req)
 		}
-		if ctxErr := ctx.Err(); ctxErr != nil && !errors.Is(err, ctxErr) {
-			err = errors.Join(err, ctxErr)
+		if ctx.Err() != nil {
+			return nil, res, notAcquired(ctx, req.name, err)
 		}
 		return nil, res, fmt.Errorf("lease: acquire %q: %w", req.name, err)
 	}
@@ -155,9 +184,10 @@ func (c *Client) acquire(ctx context.Context, req request) (script.AcquireResult
 	if err != nil || !res.Acquired || acked >= int64(c.cfg.replicas) {
 		return res, err
 	}
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
-	defer cancel()
-	_, relErr := script.Release(rctx, c.rdb, req.keys, req.args.Holder)
+	relErr := lifetime.Detach(ctx, releaseTimeout, func(ctx context.Context) error {
+		_, err := script.Release(ctx, c.rdb, req.keys, req.args.Holder)
+		return err
+	})
 	return script.AcquireResult{}, errors.Join(&notReplicatedError{
 		name: req.name, seq: res.Seq, acked: acked, want: c.cfg.replicas, timeout: c.cfg.ackTimeout,
 	}, relErr)
@@ -179,26 +209,27 @@ func (e *notReplicatedError) Error() string {
 
 func (e *notReplicatedError) Unwrap() error { return ErrNotReplicated }
 
-// replyMayBeLost reports whether err leaves open that the script ran on the
-// server: anything but an error reply from Redis itself (a timeout, a
-// cancelled context, a broken connection).
-func replyMayBeLost(err error) bool {
-	var rerr redis.Error
-	return !errors.As(err, &rerr)
+// notAcquired is the error of an acquire whose context ended: it wraps
+// ErrNotAcquired, ctx.Err() and the I/O error cause, if any (a refused
+// connection says more than the deadline that followed it).
+func notAcquired(ctx context.Context, name string, cause error) error {
+	ctxErr := context.Cause(ctx)
+	if cause == nil || errors.Is(cause, ctxErr) {
+		return fmt.Errorf("%w: %q: %w", ErrNotAcquired, name, ctxErr)
+	}
+	return fmt.Errorf("%w: %q: %w: %w", ErrNotAcquired, name, ctxErr, cause)
 }
 
 // releaseAfterLostReply deletes the lock if the lost acquire took it. It is
-// best effort: the caller's context may be over, so it gets a short context
-// of its own; if it fails too, the lock expires after its ttl.
+// best effort and bounded by releaseTimeout; when ctx ends first it goes on
+// in the background, so the caller returns at its deadline. If it fails, the
+// lock expires after its ttl.
 func (c *Client) releaseAfterLostReply(ctx context.Context, req request) {
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
-	defer cancel()
-	_, _ = script.Release(rctx, c.rdb, req.keys, req.args.Holder)
+	_ = lifetime.Detach(ctx, releaseTimeout, func(ctx context.Context) error {
+		_, err := script.Release(ctx, c.rdb, req.keys, req.args.Holder)
+		return err
+	})
 }
 
+// releaseTimeout bounds a best-effort release after a failed acquire.
 const releaseTimeout = time.Second
-
-// drift is the clock-drift allowance for a ttl.
-func (c *Client) drift(ttl time.Duration) time.Duration {
-	return time.Duration(float64(ttl)*c.cfg.driftFactor) + 2*time.Millisecond
-}

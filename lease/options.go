@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/fencelock/fencelock/fence"
+	"github.com/fencelock/fencelock/internal/lifetime"
 )
 
 // Option configures a Client.
@@ -49,8 +50,8 @@ func WithPrefix(p string) Option {
 // f must be in [0, 0.5). The default is 0.01.
 func WithDriftFactor(f float64) Option {
 	return func(c *config) error {
-		if !(f >= 0 && f < 0.5) {
-			return fmt.Errorf("%w: drift factor %v is outside [0, 0.5)", ErrInvalid, f)
+		if err := lifetime.CheckDriftFactor(f); err != nil {
+			return fmt.Errorf("%w: %w", ErrInvalid, err)
 		}
 		c.driftFactor = f
 		return nil
@@ -118,7 +119,7 @@ type AcquireOption func(*acquireConfig) error
 type acquireConfig struct {
 	holder    string
 	keepAlive bool
-	interval  time.Duration // keep-alive period; 0 means ttl/3
+	interval  time.Duration // keep-alive period; 0 means ttl/3 until the request resolves it
 }
 
 // WithHolder acquires under a known holder id instead of a fresh random one.
@@ -137,14 +138,18 @@ func WithHolder(id string) AcquireOption {
 }
 
 // WithKeepAlive starts a goroutine that refreshes the lease every interval
-// (ttl/3 when interval is 0) until it is released or lost. A refresh that
-// finds the lock gone ends the lease: Done closes and Err says why. A
-// refresh that fails with an I/O error is retried at the next tick; if none
-// succeeds before the local deadline, the lease is lost. Off by default.
+// until it is released or lost. interval 0 means ttl/3 (at least 10ms). The
+// interval must be at least 10ms and shorter than the lease's validity
+// (ttl − drift), or the acquire fails with ErrInvalid before any I/O. Each
+// refresh is bounded by the interval and the deadline, so a refresh stuck on
+// a dead connection leaves time for another. A refresh that finds the lock
+// gone ends the lease: Done closes and Err says why. A refresh that fails
+// with an I/O error is retried at the next tick; if none succeeds before the
+// local deadline, the lease is lost. Off by default.
 func WithKeepAlive(interval time.Duration) AcquireOption {
 	return func(a *acquireConfig) error {
 		if interval < 0 {
-			return fmt.Errorf("%w: keep-alive interval %v", ErrInvalid, interval)
+			return fmt.Errorf("%w: keep-alive interval %v is negative", ErrInvalid, interval)
 		}
 		a.keepAlive, a.interval = true, interval
 		return nil

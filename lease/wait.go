@@ -54,7 +54,7 @@ func (c *Client) Acquire(ctx context.Context, name string, ttl time.Duration, op
 		timer.Reset(wait)
 		select {
 		case <-ctx.Done():
-			return nil, fmt.Errorf("%w: %q: %w", ErrNotAcquired, name, ctx.Err())
+			return nil, notAcquired(ctx, name, nil)
 		case <-wake:
 			backoff = c.cfg.minBackoff
 		case <-timer.C:
@@ -68,11 +68,11 @@ func (c *Client) Acquire(ctx context.Context, name string, ttl time.Duration, op
 	}
 }
 
-// waitErr keeps ctx.Err() and ErrNotAcquired in the chain when the context
-// ended, and returns err as is otherwise.
+// waitErr keeps ctx.Err(), ErrNotAcquired and the cause in the chain when
+// the context ended, and returns err as is otherwise.
 func (c *Client) waitErr(ctx context.Context, req request, err error) error {
 	if ctx.Err() != nil {
-		return fmt.Errorf("%w: %q: %w", ErrNotAcquired, req.name, ctx.Err())
+		return notAcquired(ctx, req.name, err)
 	}
 	return err
 }

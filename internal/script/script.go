@@ -9,6 +9,7 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"net"
 	"strconv"
 	"strings"
 	"time"
@@ -165,4 +166,23 @@ func flag(b bool) string {
 		return "1"
 	}
 	return "0"
+}
+
+// MayHaveRun reports whether a failed call may still have run on the
+// server, so that its effect (a lock taken) must be undone: anything but an
+// error reply from Redis itself or a connection that was never made
+// (refused, no route, dial timeout). A timeout, a cancelled context or a
+// broken connection after the request was written leave it open.
+func MayHaveRun(err error) bool {
+	var rerr redis.Error
+	var operr *net.OpError
+	switch {
+	case err == nil:
+		return false
+	case errors.As(err, &rerr):
+		return false
+	case errors.As(err, &operr) && operr.Op == "dial":
+		return false
+	}
+	return true
 }

@@ -1,0 +1,247 @@
+// Package lifetime is the one lifetime every lease kind shares: the local
+// deadline on the monotonic clock, its timer, Done/Err/Context, the
+// keep-alive loop, serialised Refresh/Release/Reissue and the validation
+// rule for ttls and keep-alive intervals. A backend (single Redis, Redlock)
+// supplies only its Refresh, Release and Reissue calls.
+package lifetime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/fencelock/fencelock/fence"
+)
+
+// Backend is what a lease kind does on its servers.
+type Backend interface {
+	// Refresh extends the lock to ttl. An error wrapping the owner's Lost
+	// sentinel means the lock is gone; the lease then ends with that error.
+	// Any other error leaves the lease as it was.
+	Refresh(ctx context.Context, ttl time.Duration) error
+	// Release gives the lock up.
+	Release(ctx context.Context) error
+	// Reissue gives the holder a new Seq above both its counter(s) and
+	// floor without letting go of the lock. An error wrapping Lost means
+	// the lock is gone; the lease then ends with that error.
+	Reissue(ctx context.Context, floor uint64) (uint64, error)
+}
+
+// Config is what the owning package decides.
+type Config struct {
+	// Lost and Released are the owner's sentinels: a backend error that
+	// wraps Lost ends the lease; Released is a released lease's Err.
+	Lost, Released error
+	// Invalid wraps argument errors.
+	Invalid error
+	// DriftFactor is the share of the ttl allowed for clock drift.
+	DriftFactor float64
+	// KeepAlive is the keep-alive period; 0 means no keep-alive.
+	KeepAlive time.Duration
+	// TTL is the ttl the keep-alive refreshes with.
+	TTL time.Duration
+}
+
+// Life is one lease's lifetime. Its methods are safe for concurrent use.
+type Life struct {
+	b   Backend
+	cfg Config
+
+	op       sync.Mutex // serialises Refresh, Release and Reissue
+	released bool       // guarded by op
+
+	mu       sync.Mutex
+	tok      fence.Token
+	deadline time.Time // monotonic
+	timer    *time.Timer
+	ctx      context.Context
+	cancel   context.CancelCauseFunc
+}
+
+// Start begins the lifetime of a lease whose acquire started at start with
+// ttl. It starts the keep-alive when cfg asks for one.
+func Start(b Backend, tok fence.Token, start time.Time, ttl time.Duration, cfg Config) *Life {
+	l := &Life{b: b, cfg: cfg, tok: tok}
+	l.ctx, l.cancel = context.WithCancelCause(context.Background())
+	l.deadline = start.Add(ttl - Drift(ttl, cfg.DriftFactor))
+	// Under the lock: a deadline already past fires expire at once, and
+	// expire must find the timer set.
+	l.mu.Lock()
+	l.timer = time.AfterFunc(time.Until(l.deadline), l.expire)
+	l.mu.Unlock()
+	if cfg.KeepAlive > 0 {
+		go l.keepAlive(cfg.TTL, cfg.KeepAlive)
+	}
+	return l
+}
+
+// Token returns the current token.
+func (l *Life) Token() fence.Token {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.tok
+}
+
+// Deadline returns the local deadline.
+func (l *Life) Deadline() time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.deadline
+}
+
+// Done closes when the lease ends.
+func (l *Life) Done() <-chan struct{} { return l.ctx.Done() }
+
+// Context is cancelled when the lease ends; its cause is Err.
+func (l *Life) Context() context.Context { return l.ctx }
+
+// Err is nil while the lease lasts, then why it ended.
+func (l *Life) Err() error {
+	if l.ctx.Err() == nil {
+		return nil
+	}
+	return context.Cause(l.ctx)
+}
+
+// Held reports whether the lease has not ended and its deadline is ahead.
+func (l *Life) Held() bool {
+	return l.ctx.Err() == nil && time.Now().Before(l.Deadline())
+}
+
+// Refresh validates ttl, asks the backend to extend the lock and moves the
+// deadline to the start of the refresh + ttl − drift.
+func (l *Life) Refresh(ctx context.Context, ttl time.Duration) error {
+	if err := CheckTTL(ttl, l.cfg.DriftFactor); err != nil {
+		return fmt.Errorf("%w: %w", l.cfg.Invalid, err)
+	}
+	if ctx == nil {
+		return fmt.Errorf("%w: nil context", l.cfg.Invalid)
+	}
+	l.op.Lock()
+	defer l.op.Unlock()
+	if err := l.Err(); err != nil {
+		return err
+	}
+	start := time.Now()
+	if err := l.b.Refresh(ctx, ttl); err != nil {
+		return l.fail(err)
+	}
+	deadline := start.Add(ttl - Drift(ttl, l.cfg.DriftFactor))
+	if took := time.Since(start); !time.Now().Before(deadline) {
+		return fmt.Errorf("refresh %q took %v, which leaves no validity of the ttl %v; the deadline is unchanged",
+			l.tok.Key, took.Round(time.Microsecond), ttl)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.errLocked(); err != nil { // the deadline passed while refreshing
+		return err
+	}
+	l.deadline = deadline
+	l.timer.Reset(time.Until(deadline))
+	return nil
+}
+
+// Release ends the lease and asks the backend to give the lock up. The
+// second and later calls return nil without I/O, whatever the first found.
+func (l *Life) Release(ctx context.Context) error {
+	if ctx == nil {
+		return fmt.Errorf("%w: nil context", l.cfg.Invalid)
+	}
+	l.op.Lock()
+	defer l.op.Unlock()
+	if l.released {
+		return nil
+	}
+	l.released = true
+	l.End(l.cfg.Released)
+	return l.b.Release(ctx)
+}
+
+// Reissue asks the backend for a new Seq above floor and makes it the
+// token's.
+func (l *Life) Reissue(ctx context.Context, floor uint64) (fence.Token, error) {
+	if floor >= fence.MaxSeq {
+		return fence.Token{}, fmt.Errorf("%w: floor %d leaves no room below 2^53-1", l.cfg.Invalid, floor)
+	}
+	if ctx == nil {
+		return fence.Token{}, fmt.Errorf("%w: nil context", l.cfg.Invalid)
+	}
+	l.op.Lock()
+	defer l.op.Unlock()
+	if err := l.Err(); err != nil {
+		return fence.Token{}, err
+	}
+	seq, err := l.b.Reissue(ctx, floor)
+	if err != nil {
+		return fence.Token{}, l.fail(err)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.tok.Seq = seq
+	return l.tok, nil
+}
+
+// fail ends the lease when err says the lock is gone, and returns err.
+func (l *Life) fail(err error) error {
+	if errors.Is(err, l.cfg.Lost) {
+		l.End(err)
+		return l.Err()
+	}
+	return err
+}
+
+// End ends the lease with reason, once; later calls change nothing.
+func (l *Life) End(reason error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.ctx.Err() != nil {
+		return
+	}
+	l.timer.Stop()
+	l.cancel(reason)
+}
+
+func (l *Life) errLocked() error {
+	if l.ctx.Err() == nil {
+		return nil
+	}
+	return context.Cause(l.ctx)
+}
+
+// expire runs on the timer: the lease is lost once its deadline passed.
+func (l *Life) expire() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.ctx.Err() != nil {
+		return
+	}
+	if d := time.Until(l.deadline); d > 0 { // a refresh moved the deadline
+		l.timer.Reset(d)
+		return
+	}
+	l.cancel(fmt.Errorf("%w: %q: local deadline passed", l.cfg.Lost, l.tok.Key))
+}
+
+// keepAlive refreshes every period until the lease ends. Each refresh is
+// bounded by the period and by the deadline, so a refresh stuck on a dead
+// connection leaves time for another try before the lease is lost.
+func (l *Life) keepAlive(ttl, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-l.ctx.Done():
+			return
+		case <-t.C:
+		}
+		bound := time.Now().Add(every)
+		if d := l.Deadline(); d.Before(bound) {
+			bound = d
+		}
+		rctx, cancel := context.WithDeadline(l.ctx, bound)
+		_ = l.Refresh(rctx, ttl) // a loss ends the lease; other failures retry next tick
+		cancel()
+	}
+}
