@@ -3,7 +3,9 @@
 -- ARGV[1] holder id, ARGV[2] ttl in ms,
 -- ARGV[3] "1" to lift the counter to Redis TIME in microseconds first (clock floor),
 -- ARGV[4] counter ttl in ms ("0": the counter never expires),
--- ARGV[5] "1" when the holder may already hold the lock (re-acquire after a restart).
+-- ARGV[5] "1" when the holder may already hold the lock (re-acquire after a restart),
+-- ARGV[6] "1" for an unfenced lock: no counter is read or written and seq is 0
+-- (redlock without quorum fencing, an efficiency lock).
 -- The lock's value is "holder:seq", so a re-acquire can return the same token.
 -- Returns {1, seq} when acquired, {2, seq} when re-acquired (same token, ttl reset),
 -- {0, pttl} when another holder has it.
@@ -17,6 +19,10 @@ if v then
     end
   end
   return {0, redis.call('PTTL', KEYS[1])}
+end
+if ARGV[6] == '1' then
+  redis.call('SET', KEYS[1], ARGV[1] .. ':0', 'PX', ARGV[2])
+  return {1, 0}
 end
 if ARGV[3] == '1' then
   local t = redis.call('TIME')

@@ -65,3 +65,19 @@ func acquireAcked(ctx context.Context, c Pipeliner, k Keys, a AcquireArgs, repli
 	}
 	return res, acked, nil
 }
+
+var (
+	//go:embed adopt.lua
+	adoptSrc string
+	adopt    = redis.NewScript(adoptSrc)
+)
+
+// Adopt lifts the counter to at least seq and, if holder has the lock,
+// makes seq its token's Seq; it returns the counter afterwards.
+func Adopt(ctx context.Context, c redis.Scripter, k Keys, holder string, seq uint64) (uint64, error) {
+	n, err := adopt.Run(ctx, c, []string{k.Lock, k.Counter}, holder, seq).Int64()
+	if err != nil {
+		return 0, err
+	}
+	return uint64(n), nil
+}

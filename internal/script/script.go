@@ -57,13 +57,14 @@ type AcquireArgs struct {
 	ClockFloor bool          // lift the counter to Redis TIME in µs before INCR
 	CounterTTL time.Duration // 0: the counter never expires
 	Reacquire  bool          // the holder may already hold the lock
+	Unfenced   bool          // no counter: Seq is 0 (an efficiency lock)
 }
 
 // AcquireResult is what the acquire script found.
 type AcquireResult struct {
 	Acquired   bool          // the lock is ours (new or re-acquired)
 	Reacquired bool          // we already held it; Seq is the token we had
-	Seq        uint64        // valid when Acquired
+	Seq        uint64        // valid when Acquired; 0 when Unfenced
 	PTTL       time.Duration // when not Acquired: the holder's remaining ttl (<0: none)
 }
 
@@ -77,7 +78,7 @@ func Acquire(ctx context.Context, c redis.Scripter, k Keys, a AcquireArgs) (Acqu
 }
 
 func acquireArgs(a AcquireArgs) []any {
-	return []any{a.Holder, ms(a.TTL), flag(a.ClockFloor), ms(a.CounterTTL), flag(a.Reacquire)}
+	return []any{a.Holder, ms(a.TTL), flag(a.ClockFloor), ms(a.CounterTTL), flag(a.Reacquire), flag(a.Unfenced)}
 }
 
 func parseAcquire(reply any) (AcquireResult, error) {
@@ -89,7 +90,7 @@ func parseAcquire(reply any) (AcquireResult, error) {
 	n, _ := v[1].(int64)
 	switch code {
 	case 1, 2:
-		if n <= 0 {
+		if n < 0 {
 			return AcquireResult{}, fmt.Errorf("acquire script: bad seq %d", n)
 		}
 		return AcquireResult{Acquired: true, Reacquired: code == 2, Seq: uint64(n)}, nil

@@ -5,14 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"net"
 	"slices"
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/redis/go-redis/v9"
 
 	"github.com/fencelock/fencelock/fence"
+	"github.com/fencelock/fencelock/internal/lifetime"
 	"github.com/fencelock/fencelock/internal/script"
 )
 
@@ -34,20 +33,22 @@ import (
 // at most the node timeout, and when so many nodes refused or failed that
 // no majority is left, TryAcquire stops waiting for the rest.
 func (c *Client) TryAcquire(ctx context.Context, name string, ttl time.Duration, opts ...AcquireOption) (*Lease, error) {
-	ac, err := c.request(name, ttl, opts)
+	ac, err := c.request(ctx, name, ttl, opts)
 	if err != nil {
 		return nil, err
 	}
-	l, _, err := c.try(ctx, name, ttl)
-	if err != nil {
-		return nil, err
-	}
-	l.start(ctx, ttl, ac)
-	return l, nil
+	l, _, err := c.try(ctx, name, ttl, ac)
+	return l, err
 }
 
 // request validates an acquisition before any I/O.
-func (c *Client) request(name string, ttl time.Duration, opts []AcquireOption) (acquireConfig, error) {
+func (c *Client) request(ctx context.Context, name string, ttl time.Duration, opts []AcquireOption) (acquireConfig, error) {
+	if c == nil || len(c.nodes) == 0 {
+		return acquireConfig{}, invalid("nil client")
+	}
+	if ctx == nil {
+		return acquireConfig{}, invalid("nil context")
+	}
 	if err := c.check(name, ttl); err != nil {
 		return acquireConfig{}, err
 	}
@@ -66,7 +67,7 @@ func (c *Client) request(name string, ttl time.Duration, opts []AcquireOption) (
 // lock service is unavailable and Acquire returns that error at once instead
 // of waiting, as the lease does on an I/O error.
 func (c *Client) Acquire(ctx context.Context, name string, ttl time.Duration, opts ...AcquireOption) (*Lease, error) {
-	ac, err := c.request(name, ttl, opts)
+	ac, err := c.request(ctx, name, ttl, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -74,9 +75,8 @@ func (c *Client) Acquire(ctx context.Context, name string, ttl time.Duration, op
 	defer func() { wake.close() }()
 	for attempt := 0; ; attempt++ {
 		wake.drain()
-		l, miss, err := c.try(ctx, name, ttl)
+		l, miss, err := c.try(ctx, name, ttl, ac)
 		if l != nil {
-			l.start(ctx, ttl, ac)
 			return l, nil
 		}
 		if ctx.Err() != nil || miss.unavailable {
@@ -117,17 +117,27 @@ type miss struct {
 	unavailable bool          // a majority of nodes failed with errors
 }
 
+// acquireArgs are the acquire script's arguments for holder.
+func (c *Client) acquireArgs(holder string, ttl time.Duration, reacquire bool) script.AcquireArgs {
+	return script.AcquireArgs{Holder: holder, TTL: ttl, ClockFloor: c.cfg.clockFloor,
+		Reacquire: reacquire, Unfenced: !c.cfg.quorumFencing}
+}
+
 // try makes one attempt.
-func (c *Client) try(ctx context.Context, name string, ttl time.Duration) (*Lease, miss, error) {
+func (c *Client) try(ctx context.Context, name string, ttl time.Duration, ac acquireConfig) (*Lease, miss, error) {
 	k := c.keys(name)
-	holder := uuid.NewString() // a fresh id per attempt: see releaseAfter
-	args := script.AcquireArgs{Holder: holder, TTL: ttl, ClockFloor: c.cfg.clockFloor}
+	holder := ac.holder
+	if holder == "" {
+		holder = uuid.NewString() // a fresh id per attempt: see releaseAfter
+	}
+	args := c.acquireArgs(holder, ttl, ac.holder != "")
 	drift := c.drift(ttl)
 
 	start := time.Now()
 	rs := fanout(ctx, c.nodes, c.cfg.nodeTimeout, acquireOp(k, args), c.hopeless)
 
-	granted, held, errs, unawaited, seq := 0, 0, 0, 0, uint64(0)
+	granted, again, held, errs, unawaited := 0, 0, 0, 0, 0
+	var seq, againSeq uint64
 	for _, r := range rs {
 		switch {
 		case r.err == errNotAwaited:
@@ -137,9 +147,18 @@ func (c *Client) try(ctx context.Context, name string, ttl time.Duration) (*Leas
 		case r.val.Acquired:
 			granted++
 			seq = max(seq, r.val.Seq)
+			if r.val.Reacquired {
+				again++
+				againSeq = max(againSeq, r.val.Seq)
+			}
 		default:
 			held++
 		}
+	}
+	if again >= c.quorum {
+		// WithHolder, and a majority still had this holder's lock: the
+		// same lease, with the same token.
+		seq = againSeq
 	}
 	var why error
 	switch {
@@ -147,7 +166,7 @@ func (c *Client) try(ctx context.Context, name string, ttl time.Duration) (*Leas
 		why = fmt.Errorf("%w: %q: granted by %d of %d nodes, %d needed (held by another: %d, failed: %d, not awaited: %d)",
 			ErrNotAcquired, name, granted, len(c.nodes), c.quorum, held, errs, unawaited)
 	case c.cfg.quorumFencing:
-		why = c.writeBack(ctx, name, k, rs, seq)
+		why = c.writeBack(ctx, name, k, holder, rs, seq)
 	}
 	if why == nil {
 		if elapsed := time.Since(start); elapsed >= ttl-drift {
@@ -157,10 +176,13 @@ func (c *Client) try(ctx context.Context, name string, ttl time.Duration) (*Leas
 	}
 	if why == nil {
 		tok := fence.Token{Key: name, Seq: seq, Holder: holder}
-		return newLease(c, k, tok, start.Add(ttl-drift)), miss{}, nil
+		return newLease(c, k, tok, start, ttl, ac), miss{}, nil
 	}
 
-	cleanup := c.releaseAfter(ctx, k, holder, rs)
+	var cleanup error
+	if again < c.quorum { // never release a lock this holder had before the call
+		cleanup = c.releaseAfter(ctx, k, holder, rs)
+	}
 	if ctx.Err() != nil {
 		why = errors.Join(why, ctx.Err())
 	}
@@ -187,10 +209,12 @@ func (c *Client) hopeless(rs []reply[script.AcquireResult]) bool {
 // it or whose reply may have been lost (it may hide a grant). Nodes that
 // answered that another holder has the lock, and nodes whose call surely did
 // not run (connection refused, an error reply), cannot hold ours, so they
-// are skipped. It runs even if ctx has ended, bounded by the node timeout.
-// It returns the errors of nodes that had granted the lock and could not
-// release it: their key stays until its ttl runs out. (Release errors of
-// nodes whose acquire already failed add nothing and are dropped.)
+// are skipped. It runs under its own context bounded by the node timeout,
+// and when ctx ends first it goes on in the background while TryAcquire
+// returns. It returns the errors of nodes that had granted the lock and
+// could not release it: their key stays until its ttl runs out. (Release
+// errors of nodes whose acquire already failed add nothing and are
+// dropped.)
 //
 // The holder id is fresh for each attempt, so a key left behind can never be
 // mistaken for the next attempt's.
@@ -206,34 +230,31 @@ func (c *Client) releaseAfter(ctx context.Context, k script.Keys, holder string,
 	if len(nodes) == 0 {
 		return nil
 	}
-	out := fanout(context.WithoutCancel(ctx), nodes, c.cfg.nodeTimeout, releaseOp(k, holder), nil)
-	var errs []error
-	for i, r := range out {
-		if r.err != nil && granted[i] {
-			errs = append(errs, fmt.Errorf("release after failed acquire: %w", r.err))
+	return lifetime.Detach(ctx, c.cfg.nodeTimeout, func(ctx context.Context) error {
+		out := fanout(ctx, nodes, c.cfg.nodeTimeout, releaseOp(k, holder), nil)
+		var errs []error
+		for i, r := range out {
+			if r.err != nil && granted[i] {
+				errs = append(errs, fmt.Errorf("release after failed acquire: %w", r.err))
+			}
 		}
-	}
-	return errors.Join(errs...)
+		return errors.Join(errs...)
+	})
+}
+
+// releaseInBackground releases the lock on nodes without making the caller
+// wait, bounded by the node timeout: the cleanup after a lost lease.
+func (c *Client) releaseInBackground(ctx context.Context, nodes []node, k script.Keys, holder string) {
+	go fanout(context.WithoutCancel(ctx), nodes, c.cfg.nodeTimeout, releaseOp(k, holder), nil)
 }
 
 // mayHaveRun reports whether a node's failed call may still have run on the
 // server: anything but a refused connection or an error reply from Redis.
 func mayHaveRun(err error) bool {
-	var rerr redis.Error
-	var operr *net.OpError
-	switch {
-	case errors.Is(err, ErrNodeTimeout), errors.Is(err, errNotAwaited):
+	if errors.Is(err, ErrNodeTimeout) || errors.Is(err, errNotAwaited) {
 		return true
-	case errors.As(err, &rerr):
-		return false
-	case errors.As(err, &operr) && operr.Op == "dial":
-		return false
 	}
-	return true
-}
-
-func releaseOp(k script.Keys, holder string) func(context.Context, node) (bool, error) {
-	return func(ctx context.Context, n node) (bool, error) { return script.Release(ctx, n.rdb, k, holder) }
+	return script.MayHaveRun(err)
 }
 
 // freeAt estimates, from the remaining ttls the busy nodes reported, how long

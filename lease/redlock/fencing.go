@@ -24,21 +24,21 @@ import (
 // written again; in the steady state (all counters equal) there is nothing
 // to write and no second round trip. Nodes that did not answer the acquire
 // are skipped: another round trip to them would most likely time out too.
-func (c *Client) writeBack(ctx context.Context, name string, k script.Keys, rs []reply[script.AcquireResult], seq uint64) error {
+func (c *Client) writeBack(ctx context.Context, name string, k script.Keys, holder string, rs []reply[script.AcquireResult], seq uint64) error {
 	have := 0
 	var lag []node
 	for i, r := range rs {
 		switch {
 		case r.err != nil:
-		case r.val.Acquired && r.val.Seq >= seq:
+		case r.val.Acquired && r.val.Seq == seq:
 			have++
-		default: // granted with a lower Seq, or held by another holder
+		default: // granted with another Seq, or held by another holder
 			lag = append(lag, c.nodes[i])
 		}
 	}
 	var errs error
 	if len(lag) > 0 {
-		out := fanout(ctx, lag, c.cfg.nodeTimeout, advanceOp(k, seq), nil)
+		out := fanout(ctx, lag, c.cfg.nodeTimeout, adoptOp(k, holder, seq), nil)
 		for _, r := range out {
 			if r.err == nil {
 				have++
@@ -51,8 +51,4 @@ func (c *Client) writeBack(ctx context.Context, name string, k script.Keys, rs [
 			ErrNotAcquired, name, seq, have, len(c.nodes), c.quorum), errs)
 	}
 	return nil
-}
-
-func advanceOp(k script.Keys, floor uint64) func(context.Context, node) (uint64, error) {
-	return func(ctx context.Context, n node) (uint64, error) { return script.Advance(ctx, n.rdb, k, floor) }
 }

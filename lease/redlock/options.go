@@ -1,9 +1,11 @@
 package redlock
 
 import (
-	"fmt"
 	"strings"
 	"time"
+
+	"github.com/fencelock/fencelock/fence"
+	"github.com/fencelock/fencelock/internal/lifetime"
 )
 
 // Defaults of the options.
@@ -21,10 +23,6 @@ const (
 	DefaultMinBackoff = 10 * time.Millisecond
 	DefaultMaxBackoff = time.Second
 )
-
-// driftFloor is added to every drift allowance, as in the Redlock
-// description: it covers the millisecond resolution of Redis expiries.
-const driftFloor = 2 * time.Millisecond
 
 // Option configures a [Client]. Options check their arguments; [New]
 // returns the first error, which wraps [ErrInvalid].
@@ -70,8 +68,8 @@ func WithPrefix(p string) Option {
 // The default is 0.01.
 func WithDriftFactor(f float64) Option {
 	return func(c *config) error {
-		if !(f >= 0 && f < 0.5) {
-			return invalid("drift factor %v is outside [0, 0.5)", f)
+		if err := lifetime.CheckDriftFactor(f); err != nil {
+			return invalid("%w", err)
 		}
 		c.driftFactor = f
 		return nil
@@ -162,41 +160,63 @@ func WithWakeup(on bool) Option {
 type AcquireOption func(*acquireConfig) error
 
 type acquireConfig struct {
+	holder    string
 	keepAlive bool
-	interval  time.Duration // keep-alive period; 0 means ttl/3
+	interval  time.Duration // keep-alive period; resolved by acquireOptions (0: off)
 }
 
 // WithKeepAlive starts a goroutine that refreshes the lease every interval
-// (ttl/3 when interval is 0) until it is released or lost. A refresh that
-// finds the lease gone from a majority ends it: Done closes and Err says
-// why. A refresh that fails for want of answers (node errors, timeouts) is
-// retried at the next tick; if none succeeds before the local deadline, the
-// lease is lost. Off by default.
+// until it is released or lost. interval 0 means ttl/3 (at least 10ms). The
+// interval must be at least 10ms and shorter than the lease's validity
+// (ttl − drift), or the acquire fails with [ErrInvalid] before any I/O; the
+// rule is the single-node lease's. Each refresh is bounded by the interval
+// and by the deadline. A refresh that finds the lease gone from a majority
+// ends it: Done closes and Err says why. A refresh that fails for want of
+// answers (node errors, timeouts) is retried at the next tick; if none
+// succeeds before the local deadline, the lease is lost. Off by default.
 func WithKeepAlive(interval time.Duration) AcquireOption {
 	return func(a *acquireConfig) error {
 		if interval < 0 {
-			return invalid("keep-alive interval %v", interval)
+			return invalid("keep-alive interval %v is negative", interval)
 		}
 		a.keepAlive, a.interval = true, interval
 		return nil
 	}
 }
 
+// WithHolder acquires under a known holder id instead of a fresh random one,
+// as the lease's option of the same name does. A process that saved its
+// lease's Holder can use it after a restart: if a majority of the nodes
+// still hold the lock for that holder, their keys are extended and the same
+// token is returned (a node that lost the key takes it again and, under
+// quorum fencing, the token's Seq). The id must be 1..64 bytes of
+// [A-Za-z0-9._-] and unique to one logical owner.
+func WithHolder(id string) AcquireOption {
+	return func(a *acquireConfig) error {
+		if err := fence.ValidateHolder(id); err != nil {
+			return invalid("%w", err)
+		}
+		a.holder = id
+		return nil
+	}
+}
+
 func (c *Client) acquireOptions(ttl time.Duration, opts []AcquireOption) (acquireConfig, error) {
 	var a acquireConfig
-	for _, o := range opts {
+	for i, o := range opts {
+		if o == nil {
+			return a, invalid("acquire option #%d is nil", i)
+		}
 		if err := o(&a); err != nil {
 			return a, err
 		}
 	}
 	if a.keepAlive {
-		if a.interval == 0 {
-			a.interval = ttl / 3
+		every, err := lifetime.KeepAliveEvery(ttl, a.interval, c.cfg.driftFactor)
+		if err != nil {
+			return a, invalid("%w", err)
 		}
-		if a.interval <= 0 || a.interval >= ttl-c.drift(ttl) {
-			return a, fmt.Errorf("%w: keep-alive interval %v must be shorter than the validity of the ttl %v",
-				ErrInvalid, a.interval, ttl)
-		}
+		a.interval = every
 	}
 	return a, nil
 }

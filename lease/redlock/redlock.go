@@ -10,6 +10,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fencelock/fencelock/fence"
+	"github.com/fencelock/fencelock/internal/isnil"
+	"github.com/fencelock/fencelock/internal/lifetime"
 	"github.com/fencelock/fencelock/internal/script"
 )
 
@@ -29,7 +31,10 @@ type Client struct {
 // The clients are not closed by fencelock; close them yourself when done.
 func New(nodes []redis.UniversalClient, opts ...Option) (*Client, error) {
 	cfg := defaultConfig()
-	for _, o := range opts {
+	for i, o := range opts {
+		if o == nil {
+			return nil, invalid("option #%d is nil", i)
+		}
 		if err := o(&cfg); err != nil {
 			return nil, err
 		}
@@ -43,7 +48,7 @@ func New(nodes []redis.UniversalClient, opts ...Option) (*Client, error) {
 	c := &Client{quorum: len(nodes)/2 + 1, cfg: cfg}
 	seen := make(map[string]bool, len(nodes))
 	for i, rdb := range nodes {
-		if rdb == nil {
+		if isnil.Nil(rdb) {
 			return nil, invalid("node #%d is nil", i)
 		}
 		addr := nodeAddr(i, rdb)
@@ -88,7 +93,7 @@ func (c *Client) Quorum() int { return c.quorum }
 
 // drift is the clock drift allowance for ttl.
 func (c *Client) drift(ttl time.Duration) time.Duration {
-	return time.Duration(float64(ttl)*c.cfg.driftFactor) + driftFloor
+	return lifetime.Drift(ttl, c.cfg.driftFactor)
 }
 
 // check validates a lock name and ttl before any I/O.
@@ -96,11 +101,8 @@ func (c *Client) check(name string, ttl time.Duration) error {
 	if err := fence.ValidateKey(name); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
-	if ttl < time.Millisecond {
-		return invalid("ttl %v is below 1ms", ttl)
-	}
-	if d := c.drift(ttl); ttl <= d {
-		return invalid("ttl %v leaves no validity after the drift allowance %v", ttl, d)
+	if err := lifetime.CheckTTL(ttl, c.cfg.driftFactor); err != nil {
+		return invalid("%w", err)
 	}
 	return nil
 }
@@ -113,6 +115,9 @@ func (c *Client) keys(name string) script.Keys { return script.KeysFor(c.cfg.pre
 // when a majority of nodes took it; the errors of the others are returned
 // otherwise, joined.
 func (c *Client) Advance(ctx context.Context, name string, floor uint64) error {
+	if c == nil || len(c.nodes) == 0 || ctx == nil {
+		return invalid("nil client or context")
+	}
 	if err := fence.ValidateKey(name); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
