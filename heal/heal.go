@@ -20,6 +20,7 @@ import (
 	"fmt"
 
 	"github.com/fencelock/fencelock/fence"
+	"github.com/fencelock/fencelock/internal/isnil"
 	"github.com/fencelock/fencelock/lease"
 	"github.com/fencelock/fencelock/verifier"
 )
@@ -27,30 +28,62 @@ import (
 // DefaultAttempts is how many times Write heals and retries by default.
 const DefaultAttempts = 3
 
-// Option configures Write.
-type Option func(*config)
+// ErrInvalid is returned, before any call, for a nil lease (a typed nil
+// too), a nil write function, a nil context or a bad option. It wraps
+// lease.ErrInvalid.
+var ErrInvalid error = &invalidError{}
+
+type invalidError struct{}
+
+func (*invalidError) Error() string { return "heal: invalid argument" }
+func (*invalidError) Unwrap() error { return lease.ErrInvalid }
+
+// Option configures Write. Options check their arguments; Write returns the
+// first error, which wraps ErrInvalid.
+type Option func(*config) error
 
 type config struct{ attempts int }
 
 // WithAttempts sets how many times Write heals and retries after the first
-// rejected write. The default is DefaultAttempts; n below 0 counts as 0.
+// rejected write: n must be 0 or more. The default is DefaultAttempts.
 func WithAttempts(n int) Option {
-	return func(c *config) { c.attempts = max(n, 0) }
+	return func(c *config) error {
+		if n < 0 {
+			return fmt.Errorf("%w: %d attempts", ErrInvalid, n)
+		}
+		c.attempts = n
+		return nil
+	}
 }
 
 // Write calls write with l's token. If write returns an error for which
 // errors.As finds a *verifier.StaleError, and l still holds its lock,
-// Write reissues l's token above the storage's highest Seq
-// (lease.Lease.Reissue) and calls write again with it.
+// Write reissues l's token above the storage's highest Seq (l.Reissue) and
+// calls write again with it. l is any lease kind: a *lease.Lease, or a
+// *redlock.Lease with quorum fencing, whose Reissue lifts the counters of a
+// majority.
 //
 // write must be one guarded write (check and write in one atomic step, such
 // as a pgverifier transaction), so a rejected attempt changed nothing.
 // Write returns nil, write's last error, or that error joined with the
 // reason it could not heal (the lease is lost: errors.Is(err, lease.ErrLost)).
-func Write(ctx context.Context, l *lease.Lease, write func(ctx context.Context, tok fence.Token) error, opts ...Option) error {
+func Write(ctx context.Context, l lease.Interface, write func(ctx context.Context, tok fence.Token) error, opts ...Option) error {
+	switch {
+	case ctx == nil:
+		return fmt.Errorf("%w: nil context", ErrInvalid)
+	case isnil.Nil(l):
+		return fmt.Errorf("%w: nil lease", ErrInvalid)
+	case write == nil:
+		return fmt.Errorf("%w: nil write function", ErrInvalid)
+	}
 	cfg := config{attempts: DefaultAttempts}
-	for _, o := range opts {
-		o(&cfg)
+	for i, o := range opts {
+		if o == nil {
+			return fmt.Errorf("%w: option #%d is nil", ErrInvalid, i)
+		}
+		if err := o(&cfg); err != nil {
+			return err
+		}
 	}
 	for i := 0; ; i++ {
 		err := write(ctx, l.Token())

@@ -139,18 +139,21 @@ func TestRefreshAfterDeleteReportsLost(t *testing.T) {
 func TestDoneAfterExpiry(t *testing.T) {
 	c := newClient(t)
 	ttl := 100 * time.Millisecond
-	start := time.Now()
+	before := time.Now()
 	l, err := c.TryAcquire(t.Context(), name(t), ttl)
+	after := time.Now()
 	require.NoError(t, err)
 	assert.True(t, l.Held())
+	// The deadline is the start of the acquire + ttl − drift (1ms + 2ms):
+	// before Redis expires the key. State, not elapsed wall-clock time.
+	drift := 3 * time.Millisecond
+	assert.WithinRange(t, l.Deadline(), before.Add(ttl-drift), after.Add(ttl-drift))
 	select {
 	case <-l.Done():
 	case <-time.After(5 * time.Second):
 		t.Fatal("Done did not close after the ttl")
 	}
-	elapsed := time.Since(start)
-	assert.GreaterOrEqual(t, elapsed, ttl-3*time.Millisecond-2*time.Millisecond, "closed before ttl minus drift")
-	assert.Less(t, elapsed, ttl, "closes before Redis expires the key (drift allowance)")
+	assert.False(t, time.Now().Before(l.Deadline()), "Done closed at or after the deadline, not before")
 	assert.ErrorIs(t, l.Err(), lease.ErrLost)
 	assert.ErrorIs(t, l.Refresh(t.Context(), time.Minute), lease.ErrLost)
 }
