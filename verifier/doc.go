@@ -35,7 +35,7 @@
 // # Which verifier
 //
 //   - [Memory]: resources inside one process; forgets on exit.
-//   - [Middleware]: an HTTP handler in front of a storage service; answers
+//   - [NewMiddleware]: an HTTP handler in front of a storage service; answers
 //     409 Conflict to stale tokens, 400 to malformed ones.
 //   - pgverifier: PostgreSQL, with the guard in the caller's transaction.
 //   - redisverifier: data kept in Redis, written by one fenced Lua script.

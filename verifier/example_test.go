@@ -33,9 +33,13 @@ func ExampleMemory_Do() {
 	// true safe
 }
 
-func ExampleMiddleware() {
+func ExampleNewMiddleware() {
 	var stored string
-	h := verifier.Middleware(verifier.NewMemory())(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	fenced, err := verifier.NewMiddleware(verifier.NewMemory())
+	if err != nil {
+		panic(err)
+	}
+	h := fenced(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		tok, _ := fence.FromContext(r.Context())
 		stored = fmt.Sprintf("written with token %d", tok.Seq)
 	}))

@@ -22,8 +22,8 @@ import (
 	"github.com/fencelock/fencelock/verifier/internal/verifiertest"
 )
 
-// fencedServer serves handler behind Middleware(v, opts...) and counts the
-// calls that reached the handler.
+// fencedServer serves handler behind NewMiddleware(v, opts...) and counts
+// the calls that reached the handler.
 func fencedServer(t *testing.T, v verifier.Verifier, handler http.HandlerFunc, opts ...verifier.MiddlewareOption) (*httptest.Server, *atomic.Int64) {
 	t.Helper()
 	calls := new(atomic.Int64)
@@ -31,7 +31,9 @@ func fencedServer(t *testing.T, v verifier.Verifier, handler http.HandlerFunc, o
 		calls.Add(1)
 		handler(w, r)
 	})
-	srv := httptest.NewServer(verifier.Middleware(v, opts...)(inner))
+	fenced, err := verifier.NewMiddleware(v, opts...)
+	require.NoError(t, err)
+	srv := httptest.NewServer(fenced(inner))
 	t.Cleanup(srv.Close)
 	return srv, calls
 }

@@ -2,6 +2,7 @@ package verifier
 
 import (
 	"context"
+	"fmt"
 	"sync"
 
 	"github.com/fencelock/fencelock/fence"
@@ -28,20 +29,38 @@ var _ Verifier = (*Memory)(nil)
 func NewMemory() *Memory { return new(Memory) }
 
 // Claim accepts tok for resource and raises the high-water to it, or
-// returns a *StaleError. See [Verifier] for the errors.
+// returns a *StaleError. See [Verifier] for the errors; a nil m or ctx
+// returns an error wrapping [ErrInvalid].
 func (m *Memory) Claim(ctx context.Context, resource string, tok fence.Token) error {
-	return m.Do(ctx, resource, tok, nil)
+	return m.do(ctx, resource, tok, nil)
 }
 
 // Do runs write only if tok is accepted for resource, as one step: no other
 // Claim or Do for the same resource runs between the check and the end of
-// write. The high-water is raised to tok only when write returns nil (or is
-// nil), so a failed write leaves it as it was; Do then returns write's error.
-// A rejected token returns a *StaleError and write is not called.
+// write. The high-water is raised to tok only when write returns nil, so a
+// failed write leaves it as it was; Do then returns write's error. A
+// rejected token returns a *StaleError and write is not called.
+//
+// A nil m, ctx or write returns an error wrapping [ErrInvalid] (to claim
+// without a write, use [Memory.Claim]).
 //
 // Do waits for other calls on the same resource until ctx ends. write must
 // not call Claim or Do for the same resource on m: it would wait for itself.
 func (m *Memory) Do(ctx context.Context, resource string, tok fence.Token, write func() error) error {
+	if write == nil {
+		return fmt.Errorf("%w: Memory.Do: nil write function (use Claim to claim without a write)", ErrInvalid)
+	}
+	return m.do(ctx, resource, tok, write)
+}
+
+// do is Do with an optional write.
+func (m *Memory) do(ctx context.Context, resource string, tok fence.Token, write func() error) error {
+	switch {
+	case m == nil:
+		return fmt.Errorf("%w: nil *Memory", ErrInvalid)
+	case ctx == nil:
+		return fmt.Errorf("%w: nil context", ErrInvalid)
+	}
 	if err := ValidateClaim(resource, tok); err != nil {
 		return err
 	}
@@ -72,8 +91,12 @@ func (m *Memory) Do(ctx context.Context, resource string, tok fence.Token, write
 }
 
 // Highest returns the high-water of resource: the highest Seq accepted and
-// the holder that presented it, or 0 and "" if no token was accepted yet.
+// the holder that presented it, or 0 and "" if no token was accepted yet
+// (or m is nil).
 func (m *Memory) Highest(resource string) (seq uint64, holder string) {
+	if m == nil {
+		return 0, ""
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	t := m.high[resource]

@@ -32,6 +32,14 @@ type Verifier interface {
 // errors.Is; use errors.As with *StaleError for the details.
 var ErrStale = errors.New("verifier: stale token")
 
+// ErrInvalid is returned, before any I/O, for an unusable argument: a nil
+// (or typed-nil) verifier, client, function or context, a nil option, an
+// option given a bad value, or a method called on a nil or zero verifier
+// that was not made by its constructor. Nothing was changed. pgverifier and
+// redisverifier return their own ErrInvalid, which wraps this one, so
+// errors.Is(err, verifier.ErrInvalid) holds for every verifier.
+var ErrInvalid = errors.New("verifier: invalid argument")
+
 // ErrInvalidResource is returned (wrapped) for a resource name no verifier
 // accepts; see [ValidateResource].
 var ErrInvalidResource = errors.New("verifier: invalid resource name")
@@ -55,9 +63,12 @@ type StaleError struct {
 
 // Conflict reports whether the token was rejected because another holder
 // already presented the same Seq, rather than because it is older.
-func (e *StaleError) Conflict() bool { return e.Token.Seq == e.Highest }
+func (e *StaleError) Conflict() bool { return e != nil && e.Token.Seq == e.Highest }
 
 func (e *StaleError) Error() string {
+	if e == nil {
+		return "verifier: stale token (nil *StaleError)"
+	}
 	if e.Conflict() {
 		return fmt.Sprintf("verifier: conflicting token for resource %q: seq %d was already accepted from holder %q, not %q",
 			e.Resource, e.Token.Seq, e.HighestHolder, e.Token.Holder)

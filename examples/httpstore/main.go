@@ -1,5 +1,5 @@
 // Command httpstore runs a tiny key-value storage service whose writes are
-// fenced by verifier.Middleware, and clients that send their lease's token
+// fenced by verifier.NewMiddleware, and clients that send their lease's token
 // in the Fence-Token header. A client that paused past its lease gets 409
 // Conflict (with the highest token the key has seen) instead of overwriting
 // a newer client's value; a malformed token gets 400 and a missing one 428.
@@ -42,9 +42,12 @@ type store struct {
 	data map[string]string
 }
 
-func (s *store) handler() http.Handler {
+func (s *store) handler() (http.Handler, error) {
+	fenced, err := verifier.NewMiddleware(verifier.NewMemory())
+	if err != nil {
+		return nil, err
+	}
 	mux := http.NewServeMux()
-	fenced := verifier.Middleware(verifier.NewMemory())
 	mux.Handle("PUT /kv/", fenced(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
 		if err != nil {
@@ -66,7 +69,7 @@ func (s *store) handler() http.Handler {
 		}
 		io.WriteString(w, v)
 	})
-	return mux
+	return mux, nil
 }
 
 func run() error {
@@ -86,11 +89,15 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: (&store{data: map[string]string{}}).handler(), ReadHeaderTimeout: 5 * time.Second}
+	h, err := (&store{data: map[string]string{}}).handler()
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
 	go srv.Serve(ln)
 	defer srv.Shutdown(context.WithoutCancel(ctx))
 	url := "http://" + ln.Addr().String() + "/kv/config"
-	fmt.Printf("storage service on %s; PUT /kv/KEY is fenced by verifier.Middleware\n\n", ln.Addr())
+	fmt.Printf("storage service on %s; PUT /kv/KEY is fenced by verifier.NewMiddleware\n\n", ln.Addr())
 
 	lockName := fmt.Sprintf("httpstore/%d/config", os.Getpid())
 	client1, err := locks.TryAcquire(ctx, lockName, ttl)

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/fencelock/fencelock/fence"
+	"github.com/fencelock/fencelock/internal/isnil"
 	"github.com/fencelock/fencelock/verifier"
 )
 
@@ -38,8 +39,9 @@ type DB interface {
 // otherwise; package migrations creates it.
 const DefaultTable = "fence_tokens"
 
-// Option configures a Verifier.
-type Option func(*config)
+// Option configures a Verifier. An option checks its own argument; [New]
+// returns the first option's error, which wraps [ErrInvalid].
+type Option func(*config) error
 
 type config struct {
 	table pgx.Identifier
@@ -47,11 +49,24 @@ type config struct {
 
 // WithTable sets the high-water table, as one name or as schema and name
 // ("app", "fence_tokens"). Each part is quoted as an identifier, so it is
-// used verbatim, case included. The table must have the columns of the one
-// in package migrations. The default is DefaultTable, found through the
-// search_path.
+// used verbatim, case included; each must be 1 to 63 bytes without NUL
+// (longer names would be truncated by PostgreSQL, NUL dropped by pgx, and
+// either would silently name another table). The table must have the
+// columns of the one in package migrations. The default is [DefaultTable],
+// found through the search_path.
 func WithTable(parts ...string) Option {
-	return func(c *config) { c.table = pgx.Identifier(parts) }
+	return func(c *config) error {
+		if len(parts) == 0 || len(parts) > 2 {
+			return invalid("table name has %d parts, want 1 or 2", len(parts))
+		}
+		for _, p := range parts {
+			if !identPart.MatchString(p) {
+				return invalid("table name part %q must be 1 to 63 bytes without NUL", p)
+			}
+		}
+		c.table = pgx.Identifier(append([]string(nil), parts...))
+		return nil
+	}
 }
 
 // Verifier is a fencing-token verifier on PostgreSQL. It keeps each
@@ -73,22 +88,24 @@ var _ verifier.Verifier = (*Verifier)(nil)
 // name another table.
 var identPart = regexp.MustCompile(`^[^\x00]{1,63}$`)
 
-// New returns a verifier that runs Claim and WithTx on db. It does no I/O:
-// the table must exist (see package migrations) before the first call.
+// New returns a verifier that runs Claim, Highest, WithTx and Exec on db.
+//
+// It checks that db is neither nil nor a typed nil (a nil *pgxpool.Pool or
+// *pgx.Conn), and that no option is nil or was given a bad value; otherwise
+// it returns an error wrapping [ErrInvalid]. It does no I/O: the table must
+// exist (see package migrations) before the first call. With no options the
+// table is [DefaultTable].
 func New(db DB, opts ...Option) (*Verifier, error) {
-	if db == nil {
-		return nil, errors.New("pgverifier: nil DB")
+	if isnil.Nil(db) {
+		return nil, invalid("New: nil DB")
 	}
 	c := config{table: pgx.Identifier{DefaultTable}}
-	for _, o := range opts {
-		o(&c)
-	}
-	if len(c.table) == 0 || len(c.table) > 2 {
-		return nil, fmt.Errorf("pgverifier: table name has %d parts, want 1 or 2", len(c.table))
-	}
-	for _, p := range c.table {
-		if !identPart.MatchString(p) {
-			return nil, fmt.Errorf("pgverifier: table name part %q must be 1 to 63 bytes without NUL", p)
+	for i, o := range opts {
+		if o == nil {
+			return nil, invalid("New: option %d is nil", i)
+		}
+		if err := o(&c); err != nil {
+			return nil, err
 		}
 	}
 	table := c.table.Sanitize()
@@ -109,7 +126,24 @@ func New(db DB, opts ...Option) (*Verifier, error) {
 // [Verifier.WithTx], or [Verifier.Guard] in your own transaction, or the
 // per-row fence columns described in the package documentation.
 func (v *Verifier) Claim(ctx context.Context, resource string, tok fence.Token) error {
+	if err := v.usable(ctx); err != nil {
+		return err
+	}
 	return v.Guard(ctx, v.db, resource, tok)
+}
+
+// usable returns an error wrapping ErrInvalid if v was not made by New or
+// ctx is nil.
+func (v *Verifier) usable(ctx context.Context) error {
+	switch {
+	case v == nil:
+		return invalid("nil *Verifier")
+	case v.db == nil:
+		return invalid("Verifier not made by New")
+	case ctx == nil:
+		return invalid("nil context")
+	}
+	return nil
 }
 
 // Guard runs the guard statement on q: usually the caller's transaction,
@@ -121,8 +155,15 @@ func (v *Verifier) Claim(ctx context.Context, resource string, tok fence.Token) 
 // not; a rejection leaves the transaction usable, so the caller decides
 // whether to roll back (it should). Other errors come from the database,
 // unchanged in the chain (errors.As with *pgconn.PgError works), and then
-// the transaction is aborted.
+// the transaction is aborted. A nil or typed-nil q returns an error
+// wrapping [ErrInvalid].
 func (v *Verifier) Guard(ctx context.Context, q Querier, resource string, tok fence.Token) error {
+	if err := v.usable(ctx); err != nil {
+		return err
+	}
+	if isnil.Nil(q) {
+		return invalid("Guard: nil Querier")
+	}
 	if err := verifier.ValidateClaim(resource, tok); err != nil {
 		return err
 	}
@@ -147,6 +188,9 @@ func (v *Verifier) Guard(ctx context.Context, q Querier, resource string, tok fe
 // Highest returns the high-water of resource: the highest Seq it accepted
 // and the holder that presented it, or 0 and "" if it has none.
 func (v *Verifier) Highest(ctx context.Context, resource string) (seq uint64, holder string, err error) {
+	if err := v.usable(ctx); err != nil {
+		return 0, "", err
+	}
 	if err := verifier.ValidateResource(resource); err != nil {
 		return 0, "", err
 	}
@@ -170,5 +214,11 @@ func (v *Verifier) highest(ctx context.Context, q Querier, resource string) (uin
 	return uint64(seq), holder, nil
 }
 
-// Table returns the quoted name of the high-water table, ready to put in SQL.
-func (v *Verifier) Table() string { return v.table }
+// Table returns the quoted name of the high-water table, ready to put in
+// SQL; "" for a nil *Verifier.
+func (v *Verifier) Table() string {
+	if v == nil {
+		return ""
+	}
+	return v.table
+}

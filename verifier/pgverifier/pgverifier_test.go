@@ -136,10 +136,10 @@ func TestVerifierCustomTable(t *testing.T) {
 
 	for _, parts := range [][]string{nil, {""}, {"a", "b", "c"}, {"a\x00b"}, {strings.Repeat("t", 64)}} {
 		_, err := pgverifier.New(conn, pgverifier.WithTable(parts...))
-		assert.Error(t, err, "table %q", parts)
+		assert.ErrorIs(t, err, pgverifier.ErrInvalid, "table %q", parts)
 	}
 	_, err = pgverifier.New(nil)
-	assert.Error(t, err)
+	assert.ErrorIs(t, err, pgverifier.ErrInvalid)
 }
 
 func TestVerifierMissingTable(t *testing.T) {

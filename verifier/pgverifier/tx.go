@@ -27,8 +27,15 @@ import (
 // transaction rolls back, the high-water stays where it was, and WithTx
 // returns fn's error. A failed commit is returned as is: the write and the
 // raised high-water are then both in or both out, never one without the
-// other.
+// other. A nil fn returns an error wrapping [ErrInvalid], and nothing is
+// claimed.
 func (v *Verifier) WithTx(ctx context.Context, resource string, tok fence.Token, fn func(tx pgx.Tx) error) error {
+	if err := v.usable(ctx); err != nil {
+		return err
+	}
+	if fn == nil {
+		return invalid("WithTx: nil function")
+	}
 	if err := verifier.ValidateClaim(resource, tok); err != nil {
 		return err
 	}
@@ -64,6 +71,9 @@ func (v *Verifier) WithTx(ctx context.Context, resource string, tok fence.Token,
 // rejected, sql's effects are rolled back and Exec returns a
 // *verifier.StaleError; when sql fails, the high-water stays where it was.
 func (v *Verifier) Exec(ctx context.Context, resource string, tok fence.Token, sql string, args ...any) (pgconn.CommandTag, error) {
+	if err := v.usable(ctx); err != nil {
+		return pgconn.CommandTag{}, err
+	}
 	if err := verifier.ValidateClaim(resource, tok); err != nil {
 		return pgconn.CommandTag{}, err
 	}

@@ -13,10 +13,13 @@ import (
 
 func ExampleVerifier_Set() {
 	ctx := context.Background()
-	v := redisverifier.New(rdb) // any redis.Scripter: *redis.Client, *redis.ClusterClient, ...
+	v, err := redisverifier.New(rdb) // any redis.Scripter: *redis.Client, *redis.ClusterClient, ...
+	if err != nil {
+		panic(err)
+	}
 
 	fmt.Println(v.Set(ctx, "report", fence.Token{Key: "report", Seq: 2, Holder: "b"}, "report:body", "from b", time.Hour))
-	err := v.Set(ctx, "report", fence.Token{Key: "report", Seq: 1, Holder: "a"}, "report:body", "from a", time.Hour)
+	err = v.Set(ctx, "report", fence.Token{Key: "report", Seq: 1, Holder: "a"}, "report:body", "from a", time.Hour)
 	fmt.Println(errors.Is(err, verifier.ErrStale))
 	fmt.Println(rdb.Get(ctx, "report:body").Val())
 	// Output:
@@ -27,12 +30,18 @@ func ExampleVerifier_Set() {
 
 func ExampleVerifier_NewScript() {
 	ctx := context.Background()
-	v := redisverifier.New(rdb)
+	v, err := redisverifier.New(rdb)
+	if err != nil {
+		panic(err)
+	}
 	// A fenced append that also records which token wrote last. The body is
 	// a constant of the program; data travels in keys and args.
-	appendEvent := v.NewScript(`
+	appendEvent, err := v.NewScript(`
 redis.call('HSET', KEYS[2], 'last_seq', FENCE_SEQ)
 return redis.call('RPUSH', KEYS[1], ARGV[1])`)
+	if err != nil {
+		panic(err)
+	}
 
 	tok := fence.Token{Key: "events", Seq: 3, Holder: "w1"}
 	n, err := appendEvent.Run(ctx, "events", tok, []string{"events:list", "events:meta"}, "started")

@@ -6,11 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fencelock/fencelock/fence"
+	"github.com/fencelock/fencelock/internal/isnil"
 	"github.com/fencelock/fencelock/verifier"
 )
 
@@ -32,13 +34,27 @@ var (
 // otherwise.
 const DefaultPrefix = "fencelock:hw:"
 
-// Option configures a Verifier.
-type Option func(*Verifier)
+// Option configures a Verifier. An option checks its own argument; [New]
+// returns the first option's error, which wraps [ErrInvalid].
+type Option func(*config) error
+
+type config struct {
+	prefix string
+}
 
 // WithPrefix sets the prefix of the high-water keys: the high-water of
-// resource R is the hash PREFIX+R. The default is DefaultPrefix.
+// resource R is the hash PREFIX+R. The prefix must not contain '{' or '}',
+// which would make its own hash tag and, in Redis Cluster, move the
+// high-water away from the slot of the resource's hash tag (see the package
+// documentation). The default is [DefaultPrefix].
 func WithPrefix(prefix string) Option {
-	return func(v *Verifier) { v.prefix = prefix }
+	return func(c *config) error {
+		if strings.ContainsAny(prefix, "{}") {
+			return invalid("prefix %q must not contain '{' or '}'", prefix)
+		}
+		c.prefix = prefix
+		return nil
+	}
 }
 
 // Verifier is a fencing-token verifier for data kept in Redis. Each
@@ -53,17 +69,51 @@ type Verifier struct {
 var _ verifier.Verifier = (*Verifier)(nil)
 
 // New returns a verifier that runs its scripts on rdb (a *redis.Client,
-// *redis.ClusterClient, *redis.Ring or redis.UniversalClient).
-func New(rdb redis.Scripter, opts ...Option) *Verifier {
-	v := &Verifier{rdb: rdb, prefix: DefaultPrefix}
-	for _, o := range opts {
-		o(v)
+// *redis.ClusterClient, *redis.Ring or redis.UniversalClient). The client
+// is not closed by the verifier.
+//
+// It checks that rdb is neither nil nor a typed nil (a nil *redis.Client
+// passed as a redis.Scripter), and that no option is nil or was given a bad
+// value; otherwise it returns an error wrapping [ErrInvalid]. It does no
+// I/O. With no options the prefix is [DefaultPrefix].
+func New(rdb redis.Scripter, opts ...Option) (*Verifier, error) {
+	if isnil.Nil(rdb) {
+		return nil, invalid("New: nil redis client")
 	}
-	return v
+	c := config{prefix: DefaultPrefix}
+	for i, o := range opts {
+		if o == nil {
+			return nil, invalid("New: option %d is nil", i)
+		}
+		if err := o(&c); err != nil {
+			return nil, err
+		}
+	}
+	return &Verifier{rdb: rdb, prefix: c.prefix}, nil
 }
 
-// Key returns the Redis key that holds the high-water of resource.
-func (v *Verifier) Key(resource string) string { return v.prefix + resource }
+// usable returns an error wrapping ErrInvalid if v was not made by New or
+// ctx is nil.
+func (v *Verifier) usable(ctx context.Context) error {
+	switch {
+	case v == nil:
+		return invalid("nil *Verifier")
+	case v.rdb == nil:
+		return invalid("Verifier not made by New")
+	case ctx == nil:
+		return invalid("nil context")
+	}
+	return nil
+}
+
+// Key returns the Redis key that holds the high-water of resource; "" for a
+// nil *Verifier.
+func (v *Verifier) Key(resource string) string {
+	if v == nil {
+		return ""
+	}
+	return v.prefix + resource
+}
 
 // Claim checks tok for resource and raises the resource's high-water to it,
 // with no other write. See [verifier.Verifier] for the errors.
@@ -74,9 +124,10 @@ func (v *Verifier) Claim(ctx context.Context, resource string, tok fence.Token) 
 
 // Set runs SET key value (with PX ttl when ttl > 0) only if tok is accepted
 // for resource, and raises the high-water in the same script.
+// A negative ttl returns an error wrapping [ErrInvalid].
 func (v *Verifier) Set(ctx context.Context, resource string, tok fence.Token, key string, value any, ttl time.Duration) error {
 	if ttl < 0 {
-		return fmt.Errorf("redisverifier: negative ttl %v", ttl)
+		return invalid("Set: negative ttl %v", ttl)
 	}
 	if ttl > 0 && ttl < time.Millisecond {
 		ttl = time.Millisecond
@@ -86,10 +137,11 @@ func (v *Verifier) Set(ctx context.Context, resource string, tok fence.Token, ke
 }
 
 // HSet runs HSET key field value [field value ...] only if tok is accepted
-// for resource, and raises the high-water in the same script.
+// for resource, and raises the high-water in the same script. fieldValues
+// must be one or more field/value pairs, else the error wraps [ErrInvalid].
 func (v *Verifier) HSet(ctx context.Context, resource string, tok fence.Token, key string, fieldValues ...any) error {
 	if len(fieldValues) == 0 || len(fieldValues)%2 != 0 {
-		return fmt.Errorf("redisverifier: HSet wants field/value pairs, got %d values", len(fieldValues))
+		return invalid("HSet wants field/value pairs, got %d values", len(fieldValues))
 	}
 	_, err := v.run(ctx, fencedScript, resource, tok, []string{key}, append([]any{"hset"}, fieldValues...)...)
 	return err
@@ -98,6 +150,9 @@ func (v *Verifier) HSet(ctx context.Context, resource string, tok fence.Token, k
 // Highest returns the high-water of resource: the highest Seq it accepted
 // and the holder that presented it, or 0 and "" if it has none.
 func (v *Verifier) Highest(ctx context.Context, resource string) (seq uint64, holder string, err error) {
+	if err := v.usable(ctx); err != nil {
+		return 0, "", err
+	}
 	if err := verifier.ValidateResource(resource); err != nil {
 		return 0, "", err
 	}
@@ -118,13 +173,16 @@ func (v *Verifier) Highest(ctx context.Context, resource string) (seq uint64, ho
 // run executes a fenced script: KEYS = [high-water, keys...], ARGV = [seq,
 // holder, args...]. It returns the script's result on acceptance.
 func (v *Verifier) run(ctx context.Context, s *redis.Script, resource string, tok fence.Token, keys []string, args ...any) (any, error) {
+	if err := v.usable(ctx); err != nil {
+		return nil, err
+	}
 	if err := verifier.ValidateClaim(resource, tok); err != nil {
 		return nil, err
 	}
 	hw := v.Key(resource)
 	for _, k := range keys {
 		if k == hw {
-			return nil, fmt.Errorf("redisverifier: key %q is the high-water of resource %q", k, resource)
+			return nil, invalid("key %q is the high-water of resource %q", k, resource)
 		}
 	}
 	allKeys := append([]string{hw}, keys...)

@@ -41,6 +41,22 @@ func run(m *testing.M) int {
 	return m.Run()
 }
 
+// newVerifier returns a verifier on c, failing the test on an error.
+func newVerifier(t testing.TB, c redis.Scripter, opts ...redisverifier.Option) *redisverifier.Verifier {
+	t.Helper()
+	v, err := redisverifier.New(c, opts...)
+	require.NoError(t, err)
+	return v
+}
+
+// newScript fences body with v, failing the test on an error.
+func newScript(t testing.TB, v *redisverifier.Verifier, body string) *redisverifier.Script {
+	t.Helper()
+	s, err := v.NewScript(body)
+	require.NoError(t, err)
+	return s
+}
+
 // appendLog is a caller's script: it appends "seq:holder" to a list.
 const appendLog = `return redis.call('RPUSH', KEYS[1], FENCE_SEQ .. ':' .. FENCE_HOLDER)`
 
@@ -50,9 +66,9 @@ redis.call('SET', KEYS[2], 'half-done')
 return redis.error_reply('disk quota exceeded')`
 
 func TestVerifier(t *testing.T) {
-	v := redisverifier.New(rdb)
-	logScript := v.NewScript(appendLog)
-	failScript := v.NewScript(failAfterWrite)
+	v := newVerifier(t, rdb)
+	logScript := newScript(t, v, appendLog)
+	failScript := newScript(t, v, failAfterWrite)
 	logKey := func(resource string) string { return "log:" + resource }
 	verifiertest.Run(t, verifiertest.Harness{
 		V:       v,
@@ -86,7 +102,7 @@ func TestVerifier(t *testing.T) {
 
 func TestSet(t *testing.T) {
 	ctx := t.Context()
-	v := redisverifier.New(rdb, redisverifier.WithPrefix("test-set:"))
+	v := newVerifier(t, rdb, redisverifier.WithPrefix("test-set:"))
 	res := verifiertest.Resource(t, "r")
 	key := "data:" + res
 
@@ -105,8 +121,10 @@ func TestSet(t *testing.T) {
 	assert.Equal(t, "42", rdb.Get(ctx, key).Val())
 	assert.InDelta(t, time.Minute, rdb.PTTL(ctx, key).Val(), float64(5*time.Second))
 
-	assert.Error(t, v.Set(ctx, res, verifiertest.Tok(7, "b"), key, "x", -time.Second))
-	assert.ErrorContains(t, v.Set(ctx, res, verifiertest.Tok(7, "b"), v.Key(res), "x", 0), "is the high-water")
+	assert.ErrorIs(t, v.Set(ctx, res, verifiertest.Tok(7, "b"), key, "x", -time.Second), redisverifier.ErrInvalid)
+	err = v.Set(ctx, res, verifiertest.Tok(7, "b"), v.Key(res), "x", 0)
+	assert.ErrorContains(t, err, "is the high-water")
+	assert.ErrorIs(t, err, redisverifier.ErrInvalid)
 	seq, _, err := v.Highest(ctx, res)
 	require.NoError(t, err)
 	assert.Equal(t, uint64(6), seq)
@@ -114,7 +132,7 @@ func TestSet(t *testing.T) {
 
 func TestHSet(t *testing.T) {
 	ctx := t.Context()
-	v := redisverifier.New(rdb)
+	v := newVerifier(t, rdb)
 	res := verifiertest.Resource(t, "r")
 	key := "hash:" + res
 
@@ -123,8 +141,8 @@ func TestHSet(t *testing.T) {
 	verifiertest.RequireStale(t, err, verifiertest.Tok(2, "a"), 3, "a")
 	assert.Equal(t, map[string]string{"name": "ada", "n": "1"}, rdb.HGetAll(ctx, key).Val())
 
-	assert.Error(t, v.HSet(ctx, res, verifiertest.Tok(4, "a"), key, "odd"))
-	assert.Error(t, v.HSet(ctx, res, verifiertest.Tok(4, "a"), key))
+	assert.ErrorIs(t, v.HSet(ctx, res, verifiertest.Tok(4, "a"), key, "odd"), redisverifier.ErrInvalid)
+	assert.ErrorIs(t, v.HSet(ctx, res, verifiertest.Tok(4, "a"), key), redisverifier.ErrInvalid)
 
 	// A failing write (wrong type) leaves the high-water as it was.
 	require.NoError(t, rdb.Set(ctx, "string:"+res, "s", 0).Err())
@@ -137,10 +155,10 @@ func TestHSet(t *testing.T) {
 
 func TestScriptResultAndErrors(t *testing.T) {
 	ctx := t.Context()
-	v := redisverifier.New(rdb)
+	v := newVerifier(t, rdb)
 	res := verifiertest.Resource(t, "r")
 
-	count := v.NewScript(`
+	count := newScript(t, v, `
 redis.call('SET', KEYS[1], ARGV[1])
 return {redis.call('STRLEN', KEYS[1]), ARGV[2], FENCE_SEQ, FENCE_HOLDER, #KEYS, #ARGV}`)
 	got, err := count.Run(ctx, res, verifiertest.Tok(8, "h"), []string{"k:" + res}, "hello", "x")
@@ -148,12 +166,12 @@ return {redis.call('STRLEN', KEYS[1]), ARGV[2], FENCE_SEQ, FENCE_HOLDER, #KEYS, 
 	assert.Equal(t, []any{int64(5), "x", "8", "h", int64(1), int64(2)}, got,
 		"the body sees only its own keys and args, and the token")
 
-	noResult := v.NewScript(`redis.call('DEL', KEYS[1])`)
+	noResult := newScript(t, v, `redis.call('DEL', KEYS[1])`)
 	got, err = noResult.Run(ctx, res, verifiertest.Tok(8, "h"), []string{"k:" + res})
 	require.NoError(t, err)
 	assert.Nil(t, got)
 
-	broken := v.NewScript(`return redis.call('SET', KEYS[1]`)
+	broken := newScript(t, v, `return redis.call('SET', KEYS[1]`)
 	_, err = broken.Run(ctx, res, verifiertest.Tok(9, "h"), []string{"k:" + res})
 	require.Error(t, err)
 	assert.NotErrorIs(t, err, verifier.ErrStale)
@@ -166,7 +184,7 @@ return {redis.call('STRLEN', KEYS[1]), ARGV[2], FENCE_SEQ, FENCE_HOLDER, #KEYS, 
 // error, never read as "no high-water" (which would accept any token).
 func TestCorruptHighWater(t *testing.T) {
 	ctx := t.Context()
-	v := redisverifier.New(rdb)
+	v := newVerifier(t, rdb)
 	res := verifiertest.Resource(t, "r")
 	require.NoError(t, rdb.HSet(ctx, v.Key(res), "seq", "lots", "holder", "a").Err())
 	err := v.Claim(ctx, res, verifiertest.Tok(1, "a"))
@@ -186,7 +204,7 @@ func TestRedisDown(t *testing.T) {
 	opt.ReadTimeout, opt.MaxRetries = 200*time.Millisecond, -1
 	c := redis.NewClient(opt)
 	t.Cleanup(func() { c.Close() })
-	v := redisverifier.New(c)
+	v := newVerifier(t, c)
 	require.NoError(t, v.Set(ctx, "r", verifiertest.Tok(2, "a"), "k", "v2", 0))
 
 	require.NoError(t, r.Pause())

@@ -35,14 +35,20 @@ type Script struct {
 // body becomes part of the script's source: pass a constant from your code,
 // never text that came from a request. Data goes in Run's keys and args.
 // A syntax error in body is reported by the first Run.
-func (v *Verifier) NewScript(body string) *Script {
+//
+// NewScript does no I/O. Called on a nil *Verifier, or on one not made by
+// [New], it returns an error wrapping [ErrInvalid].
+func (v *Verifier) NewScript(body string) (*Script, error) {
+	if v == nil || v.rdb == nil {
+		return nil, invalid("NewScript on a Verifier not made by New")
+	}
 	var src strings.Builder
 	src.WriteString(checkSrc)
 	src.WriteString("\nlocal function write(KEYS, ARGV, FENCE_SEQ, FENCE_HOLDER)\n")
 	src.WriteString(body)
 	src.WriteString("\nend\n")
 	src.WriteString(customSrc)
-	return &Script{v: v, s: redis.NewScript(src.String())}
+	return &Script{v: v, s: redis.NewScript(src.String())}, nil
 }
 
 // Run runs the script's write with keys and args if tok is accepted for
@@ -50,7 +56,11 @@ func (v *Verifier) NewScript(body string) *Script {
 // go-redis returns script replies: int64, string, []any, nil...). A rejected
 // token returns a *verifier.StaleError and the write does not run. In Redis
 // Cluster, keys must hash to the same slot as the resource's high-water key
-// (see the package documentation).
+// (see the package documentation). Run on a nil *Script, or on one not made
+// by [Verifier.NewScript], returns an error wrapping [ErrInvalid].
 func (s *Script) Run(ctx context.Context, resource string, tok fence.Token, keys []string, args ...any) (any, error) {
+	if s == nil || s.s == nil {
+		return nil, invalid("Run on a Script not made by NewScript")
+	}
 	return s.v.run(ctx, s.s, resource, tok, keys, args...)
 }
