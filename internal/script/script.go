@@ -187,3 +187,18 @@ func MayHaveRun(err error) bool {
 	}
 	return true
 }
+
+// AcquireUnfenced takes an unfenced lock (no counter, Seq 0) with a plain
+// SET NX PX: the same key and value as the acquire script with Unfenced, at
+// the cost of a command instead of a script. When the lock is held, PTTL in
+// the result is unknown (-1).
+func AcquireUnfenced(ctx context.Context, c redis.Cmdable, k Keys, holder string, ttl time.Duration) (AcquireResult, error) {
+	ok, err := c.SetNX(ctx, k.Lock, holder+":0", ttl).Result()
+	if err != nil {
+		return AcquireResult{}, err
+	}
+	if !ok {
+		return AcquireResult{PTTL: -1}, nil
+	}
+	return AcquireResult{Acquired: true}, nil
+}

@@ -238,6 +238,13 @@ func (b *backend) Reissue(ctx context.Context, floor uint64) (uint64, error) {
 }
 
 func acquireOp(k script.Keys, args script.AcquireArgs) func(context.Context, node) (script.AcquireResult, error) {
+	if args.Unfenced && !args.Reacquire {
+		// No counter and nothing to compare: a plain SET NX PX is enough,
+		// and cheaper for the node than a script.
+		return func(ctx context.Context, n node) (script.AcquireResult, error) {
+			return script.AcquireUnfenced(ctx, n.rdb, k, args.Holder, args.TTL)
+		}
+	}
 	return func(ctx context.Context, n node) (script.AcquireResult, error) {
 		return script.Acquire(ctx, n.rdb, k, args)
 	}
