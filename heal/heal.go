@@ -21,6 +21,7 @@ import (
 
 	"github.com/fencelock/fencelock/fence"
 	"github.com/fencelock/fencelock/internal/isnil"
+	"github.com/fencelock/fencelock/internal/sentinel"
 	"github.com/fencelock/fencelock/lease"
 	"github.com/fencelock/fencelock/verifier"
 )
@@ -31,12 +32,7 @@ const DefaultAttempts = 3
 // ErrInvalid is returned, before any call, for a nil lease (a typed nil
 // too), a nil write function, a nil context or a bad option. It wraps
 // lease.ErrInvalid.
-var ErrInvalid error = &invalidError{}
-
-type invalidError struct{}
-
-func (*invalidError) Error() string { return "heal: invalid argument" }
-func (*invalidError) Unwrap() error { return lease.ErrInvalid }
+var ErrInvalid error = sentinel.New("heal: invalid argument", lease.ErrInvalid)
 
 // Option configures Write. Options check their arguments; Write returns the
 // first error, which wraps ErrInvalid.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/fencelock/fencelock/internal/sentinel"
 	"github.com/fencelock/fencelock/lease"
 )
 
@@ -21,21 +22,21 @@ var (
 	// majority, or the majority came too late to leave any validity. A
 	// waiting acquire that gives up because ctx ended returns an error that
 	// is both ErrNotAcquired and ctx.Err(). It wraps [lease.ErrNotAcquired].
-	ErrNotAcquired error = &sentinel{"redlock: not acquired", lease.ErrNotAcquired}
+	ErrNotAcquired error = sentinel.New("redlock: not acquired", lease.ErrNotAcquired)
 
 	// ErrLost means a lease is no longer held: its local deadline passed, a
 	// refresh found it gone from a majority of nodes, or a release found it
 	// gone from a majority (it had expired or been taken before the
 	// release). It wraps [lease.ErrLost].
-	ErrLost error = &sentinel{"redlock: lease lost", lease.ErrLost}
+	ErrLost error = sentinel.New("redlock: lease lost", lease.ErrLost)
 
 	// ErrReleased is a released lease's Err. It wraps [lease.ErrReleased].
-	ErrReleased error = &sentinel{"redlock: lease released", lease.ErrReleased}
+	ErrReleased error = sentinel.New("redlock: lease released", lease.ErrReleased)
 
 	// ErrInvalid is returned, before any I/O, for bad input: a bad lock name,
 	// a ttl that leaves no validity, an even or too small number of nodes, a
 	// nil or duplicate node, a bad option. It wraps [lease.ErrInvalid].
-	ErrInvalid error = &sentinel{"redlock: invalid argument", lease.ErrInvalid}
+	ErrInvalid error = sentinel.New("redlock: invalid argument", lease.ErrInvalid)
 
 	// ErrNodeTimeout is wrapped by the [NodeError] of a node that did not
 	// answer within the per-node timeout (see [WithNodeTimeout]). It is kept
@@ -43,16 +44,6 @@ var (
 	// context.DeadlineExceeded) means the caller's context ended.
 	ErrNodeTimeout = errors.New("redlock: node did not answer in time")
 )
-
-// sentinel is an error value with its own message that also matches the
-// lease's sentinel of the same meaning.
-type sentinel struct {
-	msg  string
-	base error
-}
-
-func (s *sentinel) Error() string { return s.msg }
-func (s *sentinel) Unwrap() error { return s.base }
 
 // NodeError is the failure of one node during an operation: a network
 // error, a Redis error, [ErrNodeTimeout], or the caller's ctx.Err(). The
@@ -81,6 +72,4 @@ func nodeTimeout(d time.Duration, cause error) error {
 }
 
 // invalid returns an error wrapping ErrInvalid.
-func invalid(format string, args ...any) error {
-	return fmt.Errorf("%w: "+format, append([]any{ErrInvalid}, args...)...)
-}
+func invalid(format string, args ...any) error { return sentinel.Wrapf(ErrInvalid, format, args...) }

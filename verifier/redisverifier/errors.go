@@ -1,8 +1,7 @@
 package redisverifier
 
 import (
-	"fmt"
-
+	"github.com/fencelock/fencelock/internal/sentinel"
 	"github.com/fencelock/fencelock/verifier"
 )
 
@@ -14,19 +13,7 @@ import (
 // [Verifier.NewScript]. Nothing was changed. It wraps
 // [verifier.ErrInvalid], so errors.Is(err, verifier.ErrInvalid) holds as
 // well.
-var ErrInvalid error = &sentinel{"redisverifier: invalid argument", verifier.ErrInvalid}
-
-// sentinel is an error value with its own message that also matches the
-// verifier's sentinel of the same meaning.
-type sentinel struct {
-	msg  string
-	base error
-}
-
-func (s *sentinel) Error() string { return s.msg }
-func (s *sentinel) Unwrap() error { return s.base }
+var ErrInvalid error = sentinel.New("redisverifier: invalid argument", verifier.ErrInvalid)
 
 // invalid returns an error wrapping ErrInvalid.
-func invalid(format string, args ...any) error {
-	return fmt.Errorf("%w: "+format, append([]any{ErrInvalid}, args...)...)
-}
+func invalid(format string, args ...any) error { return sentinel.Wrapf(ErrInvalid, format, args...) }
