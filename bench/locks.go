@@ -78,17 +78,20 @@ func naiveLock(rdb redis.UniversalClient) locker {
 		}}
 }
 
+// leaseRelease adapts the result of an acquire of any fencelock lease kind.
+func leaseRelease[L lease.Interface](l L, err error) (release, error) {
+	if err != nil {
+		return nil, err
+	}
+	return l.Release, nil
+}
+
 func leaseLock(rdb redis.UniversalClient) (locker, error) {
 	c, err := lease.New(rdb)
 	if err != nil {
 		return locker{}, err
 	}
-	wrap := func(l *lease.Lease, err error) (release, error) {
-		if err != nil {
-			return nil, err
-		}
-		return l.Release, nil
-	}
+	wrap := leaseRelease[*lease.Lease]
 	return locker{name: "lease", nodes: 1, note: "fencelock lease, defaults; waits with pub/sub wake-up",
 		try: func(ctx context.Context, key string) (release, error) {
 			return wrap(c.TryAcquire(ctx, key, ttl))
@@ -103,12 +106,7 @@ func redlockLock(nodes []redis.UniversalClient) (locker, error) {
 	if err != nil {
 		return locker{}, err
 	}
-	wrap := func(l *redlock.Lease, err error) (release, error) {
-		if err != nil {
-			return nil, err
-		}
-		return l.Release, nil
-	}
+	wrap := leaseRelease[*redlock.Lease]
 	return locker{name: fmt.Sprintf("redlock-%d", len(nodes)), nodes: len(nodes),
 		note: "fencelock lease/redlock, defaults; waits with pub/sub wake-up",
 		try: func(ctx context.Context, key string) (release, error) {

@@ -83,6 +83,11 @@ func runCell(ctx context.Context, cfg *safetyConfig, sc scenario, kind LockInfo)
 	res.LostUpdates, res.StaleAccepted, res.Overlaps = t.lost, t.stale, t.overlaps
 	res.Anomalies = t.lost + t.stale
 	res.Cycles = c.cycles
+	for _, cy := range c.cycles {
+		if cy.Healed {
+			res.Healed++
+		}
+	}
 	if err = errors.Join(err, cerr); err != nil {
 		res.Error = err.Error()
 	}

@@ -83,6 +83,7 @@ func writeSafetyTable(w io.Writer, rep *SafetyReport) {
 	tw.Flush()
 	fmt.Fprintln(w, "\ncell: lost updates/stale writes accepted ·overlaps; ! the data suffered (lost or stale > 0);")
 	fmt.Fprintln(w, "err: did not run to the end (counts below); —: not run.   * fenced: token checked by the verifier")
+	fmt.Fprintln(w, "healed (long table): acked writes whose first token was refused and that landed after heal.Write reissued it")
 	for _, l := range rep.Locks {
 		if l.Note != "" {
 			fmt.Fprintf(w, "  %s: %s\n", l.Name, l.Note)
@@ -94,9 +95,9 @@ func writeSafetyTable(w io.Writer, rep *SafetyReport) {
 
 	fmt.Fprintln(w)
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "scenario\tlock\tops\tacked\trejected\tfailed\tlost_updates\tstale_accepted\toverlaps\tseconds\t")
+	fmt.Fprintln(tw, "scenario\tlock\tops\tacked\thealed\trejected\tfailed\tlost_updates\tstale_accepted\toverlaps\tseconds\t")
 	for _, r := range rep.Results {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\t%d\t%.1f\t", r.Scenario, r.Lock, r.Ops, r.Acked, r.Rejected, r.Failed,
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%d\t%.1f\t", r.Scenario, r.Lock, r.Ops, r.Acked, r.Healed, r.Rejected, r.Failed,
 			safetyCount(r.LostUpdates), safetyCount(r.StaleAccepted), r.Overlaps, r.Seconds)
 		if r.Error != "" {
 			fmt.Fprintf(tw, "  error: %s", r.Error)

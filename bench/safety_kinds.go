@@ -38,7 +38,7 @@ var safetyKinds = []LockInfo{
 	{Name: kindRedlock, Nodes: 5, Note: "fencelock lease/redlock; checks Held() before writing; token not used"},
 	{Name: kindLease, Nodes: 1, Note: "fencelock lease; checks Held() before writing; token ignored"},
 	{Name: kindLeaseVerifier, Nodes: 1, Fenced: true, Note: "fencelock lease + pgverifier: Claim before the read, Exec (guard + write), heal.Write on a stale token"},
-	{Name: kindRedlockVerifier, Nodes: 5, Fenced: true, Note: "fencelock lease/redlock WithQuorumFencing + pgverifier: Claim before the read, Exec (guard + write)"},
+	{Name: kindRedlockVerifier, Nodes: 5, Fenced: true, Note: "fencelock lease/redlock WithQuorumFencing + pgverifier: Claim before the read, Exec (guard + write), heal.Write on a stale token"},
 	{Name: kindWriteOnly, Nodes: 1, Note: "misuse shown for contrast (handover only): lease + pgverifier Exec at the write, no Claim before the read"},
 }
 
@@ -71,8 +71,6 @@ type safetyLock struct {
 	ttl     time.Duration
 	clients []*redis.Client
 	acquire func(ctx context.Context, name string) (hold, error)
-	// lease is the lease client of the lease kinds, for heal.Write.
-	lease *lease.Client
 }
 
 func (k *safetyLock) close() {
@@ -111,14 +109,11 @@ func newLockKind(name string, addrs []string, ttl time.Duration) (*safetyLock, e
 	case kindRedsync:
 		k.acquire = redsyncAcquire(ucs, ttl)
 	case kindLease, kindLeaseVerifier, kindWriteOnly:
-		k.lease, err = lease.New(ucs[0])
-		if err == nil {
+		var c *lease.Client
+		if c, err = lease.New(ucs[0]); err == nil {
 			k.acquire = func(ctx context.Context, name string) (hold, error) {
-				l, err := k.lease.Acquire(ctx, name, ttl)
-				if err != nil {
-					return nil, err
-				}
-				return leaseHold{l, ttl}, nil
+				l, err := c.Acquire(ctx, name, ttl)
+				return newLeaseHold(l, err, ttl)
 			}
 		}
 	case kindRedlock, kindRedlockVerifier:
@@ -128,10 +123,7 @@ func newLockKind(name string, addrs []string, ttl time.Duration) (*safetyLock, e
 		if err == nil {
 			k.acquire = func(ctx context.Context, name string) (hold, error) {
 				l, err := c.Acquire(ctx, name, ttl)
-				if err != nil {
-					return nil, err
-				}
-				return redlockHold{l, ttl}, nil
+				return newLeaseHold(l, err, ttl)
 			}
 		}
 	}
@@ -142,25 +134,25 @@ func newLockKind(name string, addrs []string, ttl time.Duration) (*safetyLock, e
 	return k, nil
 }
 
+// leaseHold is an acquisition of any fencelock lease kind (lease.Interface:
+// the single-node lease and redlock alike).
 type leaseHold struct {
-	l   *lease.Lease
+	l   lease.Interface
 	ttl time.Duration
+}
+
+// newLeaseHold adapts the result of a fencelock acquire with ttl.
+func newLeaseHold[L lease.Interface](l L, err error, ttl time.Duration) (hold, error) {
+	if err != nil {
+		return nil, err
+	}
+	return leaseHold{l, ttl}, nil
 }
 
 func (h leaseHold) token() (fence.Token, bool)        { return h.l.Token(), true }
 func (h leaseHold) held() bool                        { return h.l.Held() }
 func (h leaseHold) refresh(ctx context.Context) error { return h.l.Refresh(ctx, h.ttl) }
 func (h leaseHold) release(ctx context.Context) error { return h.l.Release(ctx) }
-
-type redlockHold struct {
-	l   *redlock.Lease
-	ttl time.Duration
-}
-
-func (h redlockHold) token() (fence.Token, bool)        { return h.l.Token(), true }
-func (h redlockHold) held() bool                        { return h.l.Held() }
-func (h redlockHold) refresh(ctx context.Context) error { return h.l.Refresh(ctx, h.ttl) }
-func (h redlockHold) release(ctx context.Context) error { return h.l.Release(ctx) }
 
 // naiveAcquire polls SET NX PX every 5 ms; its release is a plain DEL, so
 // a holder whose key expired deletes its successor's lock.

@@ -56,6 +56,10 @@ type SafetyResult struct {
 	Acked    int `json:"acked"`
 	Rejected int `json:"rejected"`
 	Failed   int `json:"failed"`
+	// Healed is acked writes whose first token the verifier refused (the
+	// counter had gone backwards) and that landed after heal.Write
+	// reissued the token.
+	Healed int `json:"healed"`
 	// LostUpdates is acknowledged adds missing from the final data;
 	// StaleAccepted is committed writes from an older acquisition than a
 	// write committed before them; Overlaps is pairs of cycles whose

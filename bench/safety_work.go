@@ -100,6 +100,9 @@ type cycle struct {
 	// Stalled is how long the worker was held up before its write, in
 	// nanoseconds (0 when it was not).
 	Stalled int64 `json:"stalled_ns,omitempty"`
+	// Healed: the verifier refused the first token (the counter had gone
+	// backwards), heal.Write reissued it and the write landed.
+	Healed bool `json:"healed,omitempty"`
 }
 
 // worker runs cycles of one lock kind on one resource, over its own Redis
@@ -219,12 +222,14 @@ func (w *worker) rmw(ctx context.Context, h hold, c *cycle, stall func()) error 
 		})
 	}
 	switch w.kind.name {
-	case kindLeaseVerifier:
-		l := h.(leaseHold).l
-		return heal.Write(ctx, l, func(ctx context.Context, tok fence.Token) error { return fenced(ctx, tok, true) })
-	case kindRedlockVerifier:
-		tok, _ := h.token()
-		return fenced(ctx, tok, true)
+	case kindLeaseVerifier, kindRedlockVerifier:
+		attempts := 0
+		err := heal.Write(ctx, h.(leaseHold).l, func(ctx context.Context, tok fence.Token) error {
+			attempts++
+			return fenced(ctx, tok, true)
+		})
+		c.Healed = attempts > 1 && err == nil
+		return err
 	case kindWriteOnly:
 		tok, _ := h.token()
 		return fenced(ctx, tok, false)
