@@ -144,7 +144,7 @@ func (c *Client) try(ctx context.Context, req request) (*Lease, script.AcquireRe
 	if ctx == nil {
 		return nil, script.AcquireResult{}, fmt.Errorf("%w: nil context", ErrInvalid)
 	}
-	if err := ctx.Err(); err != nil {
+	if lifetime.Ended(ctx) != nil {
 		return nil, script.AcquireResult{}, notAcquired(ctx, req.name, nil)
 	}
 	start := time.Now()
@@ -153,7 +153,7 @@ func (c *Client) try(ctx context.Context, req request) (*Lease, script.AcquireRe
 		if script.MayHaveRun(err) {
 			c.releaseAfterLostReply(ctx, req)
 		}
-		if ctx.Err() != nil {
+		if lifetime.Ended(ctx) != nil {
 			return nil, res, notAcquired(ctx, req.name, err)
 		}
 		return nil, res, fmt.Errorf("lease: acquire %q: %w", req.name, err)
@@ -184,10 +184,7 @@ func (c *Client) acquire(ctx context.Context, req request) (script.AcquireResult
 	if err != nil || !res.Acquired || acked >= int64(c.cfg.replicas) {
 		return res, err
 	}
-	relErr := lifetime.Detach(ctx, releaseTimeout, func(ctx context.Context) error {
-		_, err := script.Release(ctx, c.rdb, req.keys, req.args.Holder)
-		return err
-	})
+	relErr := c.releaseAfterLostReply(ctx, req)
 	return script.AcquireResult{}, errors.Join(&notReplicatedError{
 		name: req.name, seq: res.Seq, acked: acked, want: c.cfg.replicas, timeout: c.cfg.ackTimeout,
 	}, relErr)
@@ -213,23 +210,26 @@ func (e *notReplicatedError) Unwrap() error { return ErrNotReplicated }
 // ErrNotAcquired, ctx.Err() and the I/O error cause, if any (a refused
 // connection says more than the deadline that followed it).
 func notAcquired(ctx context.Context, name string, cause error) error {
-	ctxErr := context.Cause(ctx)
+	ctxErr := lifetime.Ended(ctx)
 	if cause == nil || errors.Is(cause, ctxErr) {
 		return fmt.Errorf("%w: %q: %w", ErrNotAcquired, name, ctxErr)
 	}
 	return fmt.Errorf("%w: %q: %w: %w", ErrNotAcquired, name, ctxErr, cause)
 }
 
-// releaseAfterLostReply deletes the lock if the lost acquire took it. It is
-// best effort and bounded by releaseTimeout; when ctx ends first it goes on
-// in the background, so the caller returns at its deadline. If it fails, the
-// lock expires after its ttl.
-func (c *Client) releaseAfterLostReply(ctx context.Context, req request) {
-	_ = lifetime.Detach(ctx, releaseTimeout, func(ctx context.Context) error {
+// releaseAfterLostReply deletes the lock if the failed acquire took it. It
+// is best effort: each try is bounded by releaseTimeout, and failed tries
+// are retried for as long as the ttl (1s to 30s), because a paused server
+// runs the lost acquire only when it resumes. When ctx ends first it goes on
+// in the background, so the caller returns at its deadline. If it fails for
+// good, the lock expires after its ttl.
+func (c *Client) releaseAfterLostReply(ctx context.Context, req request) error {
+	return lifetime.Detach(ctx, releaseTimeout, lifetime.CleanupBound(req.ttl), func(ctx context.Context) error {
 		_, err := script.Release(ctx, c.rdb, req.keys, req.args.Holder)
 		return err
 	})
 }
 
-// releaseTimeout bounds a best-effort release after a failed acquire.
+// releaseTimeout bounds one try of a best-effort release after a failed
+// acquire.
 const releaseTimeout = time.Second

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"time"
+
+	"github.com/fencelock/fencelock/internal/lifetime"
 )
 
 // Acquire takes lock name for ttl, waiting while another holder has it.
@@ -71,7 +73,7 @@ func (c *Client) Acquire(ctx context.Context, name string, ttl time.Duration, op
 // waitErr keeps ctx.Err(), ErrNotAcquired and the cause in the chain when
 // the context ended, and returns err as is otherwise.
 func (c *Client) waitErr(ctx context.Context, req request, err error) error {
-	if ctx.Err() != nil {
+	if lifetime.Ended(ctx) != nil {
 		return notAcquired(ctx, req.name, err)
 	}
 	return err

@@ -126,7 +126,7 @@ func (l *Life) Refresh(ctx context.Context, ttl time.Duration) error {
 	}
 	start := time.Now()
 	if err := l.b.Refresh(ctx, ttl); err != nil {
-		return l.fail(err)
+		return l.fail(WithCtx(ctx, err))
 	}
 	deadline := start.Add(ttl - Drift(ttl, l.cfg.DriftFactor))
 	if took := time.Since(start); !time.Now().Before(deadline) {
@@ -156,7 +156,7 @@ func (l *Life) Release(ctx context.Context) error {
 	}
 	l.released = true
 	l.End(l.cfg.Released)
-	return l.b.Release(ctx)
+	return WithCtx(ctx, l.b.Release(ctx))
 }
 
 // Reissue asks the backend for a new Seq above floor and makes it the
@@ -175,7 +175,7 @@ func (l *Life) Reissue(ctx context.Context, floor uint64) (fence.Token, error) {
 	}
 	seq, err := l.b.Reissue(ctx, floor)
 	if err != nil {
-		return fence.Token{}, l.fail(err)
+		return fence.Token{}, l.fail(WithCtx(ctx, err))
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()

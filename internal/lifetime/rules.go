@@ -2,6 +2,7 @@ package lifetime
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -63,21 +64,83 @@ func KeepAliveEvery(ttl, every time.Duration, factor float64) (time.Duration, er
 	return every, nil
 }
 
+// Ended returns ctx.Err() once ctx has ended, and
+// context.DeadlineExceeded as soon as ctx's deadline has passed even if ctx
+// has not noticed yet: go-redis sets a socket's deadline to the context's,
+// and the socket can time out a moment before the context's own timer, so
+// a call can fail "i/o timeout" while ctx.Err() is still nil. The caller
+// must still learn that its context ended.
+func Ended(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
+		return context.DeadlineExceeded
+	}
+	return nil
+}
+
+// WithCtx returns err joined with Ended(ctx) when ctx has ended and err
+// does not say so already; err otherwise.
+func WithCtx(ctx context.Context, err error) error {
+	if err == nil {
+		return nil
+	}
+	if ce := Ended(ctx); ce != nil && !errors.Is(err, ce) {
+		return errors.Join(err, ce)
+	}
+	return err
+}
+
+// Cleanup bounds: each attempt of a cleanup gets its own timeout, and
+// failed attempts are retried with backoff (cleanupMinBackoff doubling up to
+// cleanupMaxBackoff) until the overall bound passes.
+const (
+	cleanupMinBackoff = 20 * time.Millisecond
+	cleanupMaxBackoff = 500 * time.Millisecond
+	// CleanupMin and CleanupMax clamp the overall bound of a cleanup that
+	// undoes an acquire: the lock's ttl, within these limits.
+	CleanupMin = time.Second
+	CleanupMax = 30 * time.Second
+)
+
+// CleanupBound is how long the cleanup after a failed acquire of ttl keeps
+// trying: a paused server may run the lost acquire only when it resumes, so
+// a single attempt made while it is paused would leave the lock for its
+// whole ttl. Past the bound the key expires on its own within ttl.
+func CleanupBound(ttl time.Duration) time.Duration {
+	return min(max(ttl, CleanupMin), CleanupMax)
+}
+
 // Detach runs cleanup, a best-effort call after a failed or abandoned
-// request, under a context of its own bounded by bound, and waits for it
-// only while ctx lives: when ctx ends first, Detach returns nil at once and
-// cleanup goes on in the background until it ends or bound passes.
-// So a cleanup never makes a call outlive its context, and it is not
-// dropped either.
-func Detach(ctx context.Context, bound time.Duration, cleanup func(context.Context) error) error {
-	done := make(chan error, 1)
+// request, under contexts of its own: each attempt bounded by attempt,
+// failed attempts retried with backoff until bound has passed. It waits for
+// the first attempt only while ctx lives, and returns that attempt's error;
+// when ctx ends first, Detach returns nil at once. Either way the retries go
+// on in the background. So a cleanup never makes a call outlive its context,
+// and it is not dropped either.
+func Detach(ctx context.Context, attempt, bound time.Duration, cleanup func(context.Context) error) error {
+	first := make(chan error, 1)
 	go func() {
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), bound)
-		defer cancel()
-		done <- cleanup(cctx)
+		end := time.Now().Add(bound)
+		bg := context.WithoutCancel(ctx)
+		backoff := cleanupMinBackoff
+		for n := 0; ; n++ {
+			actx, cancel := context.WithTimeout(bg, min(attempt, time.Until(end)))
+			err := cleanup(actx)
+			cancel()
+			if n == 0 {
+				first <- err
+			}
+			if err == nil || time.Until(end) < backoff {
+				return
+			}
+			time.Sleep(backoff)
+			backoff = min(2*backoff, cleanupMaxBackoff)
+		}
 	}()
 	select {
-	case err := <-done:
+	case err := <-first:
 		return err
 	case <-ctx.Done():
 		return nil

@@ -79,7 +79,7 @@ func (c *Client) Acquire(ctx context.Context, name string, ttl time.Duration, op
 		if l != nil {
 			return l, nil
 		}
-		if ctx.Err() != nil || miss.unavailable {
+		if lifetime.Ended(ctx) != nil || miss.unavailable {
 			return nil, err // try joined ctx.Err()
 		}
 		if c.cfg.wakeup && wake == nil {
@@ -181,10 +181,10 @@ func (c *Client) try(ctx context.Context, name string, ttl time.Duration, ac acq
 
 	var cleanup error
 	if again < c.quorum { // never release a lock this holder had before the call
-		cleanup = c.releaseAfter(ctx, k, holder, rs)
+		cleanup = c.releaseAfter(ctx, k, holder, ttl, rs)
 	}
-	if ctx.Err() != nil {
-		why = errors.Join(why, ctx.Err())
+	if ce := lifetime.Ended(ctx); ce != nil {
+		why = errors.Join(why, ce)
 	}
 	m := miss{freeIn: freeAt(c.quorum, rs), busy: make([]bool, len(rs)), unavailable: errs > len(rs)-c.quorum}
 	for i, r := range rs {
@@ -218,7 +218,7 @@ func (c *Client) hopeless(rs []reply[script.AcquireResult]) bool {
 //
 // The holder id is fresh for each attempt, so a key left behind can never be
 // mistaken for the next attempt's.
-func (c *Client) releaseAfter(ctx context.Context, k script.Keys, holder string, rs []reply[script.AcquireResult]) error {
+func (c *Client) releaseAfter(ctx context.Context, k script.Keys, holder string, ttl time.Duration, rs []reply[script.AcquireResult]) error {
 	var nodes []node
 	var granted []bool
 	for i, r := range rs {
@@ -230,17 +230,38 @@ func (c *Client) releaseAfter(ctx context.Context, k script.Keys, holder string,
 	if len(nodes) == 0 {
 		return nil
 	}
-	return lifetime.Detach(ctx, c.cfg.nodeTimeout, func(ctx context.Context) error {
+	// Each try releases on the nodes that have not answered yet; it fails,
+	// and is retried, while any node has not. Only the errors of nodes that
+	// had granted the lock are reported.
+	return lifetime.Detach(ctx, c.cfg.nodeTimeout, lifetime.CleanupBound(ttl), func(ctx context.Context) error {
 		out := fanout(ctx, nodes, c.cfg.nodeTimeout, releaseOp(k, holder), nil)
-		var errs []error
+		var errs, pending []error
+		var left []node
+		var leftGranted []bool
 		for i, r := range out {
-			if r.err != nil && granted[i] {
+			if r.err == nil {
+				continue
+			}
+			left, leftGranted = append(left, nodes[i]), append(leftGranted, granted[i])
+			pending = append(pending, r.err)
+			if granted[i] {
 				errs = append(errs, fmt.Errorf("release after failed acquire: %w", r.err))
 			}
 		}
-		return errors.Join(errs...)
+		nodes, granted = left, leftGranted
+		switch {
+		case len(errs) > 0:
+			return errors.Join(errs...)
+		case len(pending) > 0:
+			return errRetry
+		}
+		return nil
 	})
 }
+
+// errRetry makes Detach retry a cleanup that failed only on nodes whose
+// acquire had failed too: nothing to report, but something to undo.
+var errRetry = errors.New("redlock: cleanup incomplete")
 
 // releaseInBackground releases the lock on nodes without making the caller
 // wait, bounded by the node timeout: the cleanup after a lost lease.

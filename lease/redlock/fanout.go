@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/fencelock/fencelock/internal/lifetime"
 )
 
 // node is one independent Redis master.
@@ -87,12 +89,12 @@ collect:
 // not answer in time (the per-node deadline passed, or the client's own
 // timeout fired first), or (cause) its own error.
 func nodeErr(parent, ctx context.Context, timeout time.Duration, cause error) error {
-	switch {
-	case parent.Err() != nil:
-		if cause != nil && !errors.Is(cause, parent.Err()) {
-			return errors.Join(parent.Err(), cause)
+	switch pe := lifetime.Ended(parent); {
+	case pe != nil:
+		if cause != nil && !errors.Is(cause, pe) {
+			return errors.Join(pe, cause)
 		}
-		return parent.Err()
+		return pe
 	case cause == nil, errors.Is(cause, context.DeadlineExceeded), isTimeout(cause):
 		return nodeTimeout(timeout, cause)
 	}

@@ -162,7 +162,7 @@ func (b *backend) Refresh(ctx context.Context, ttl time.Duration) error {
 			failed(rs))
 	case held < c.quorum:
 		return errors.Join(fmt.Errorf("redlock: refresh %q: confirmed on %d of %d nodes, %d needed; the deadline is unchanged",
-			name, held, len(c.nodes), c.quorum), ctx.Err(), failed(rs))
+			name, held, len(c.nodes), c.quorum), lifetime.Ended(ctx), failed(rs))
 	}
 	if c.cfg.quorumFencing && len(reset) > 0 {
 		fanout(ctx, reset, c.cfg.nodeTimeout, adoptOp(b.keys, b.tok.Holder, b.life.Token().Seq), nil)
@@ -209,7 +209,7 @@ func (b *backend) Reissue(ctx context.Context, floor uint64) (uint64, error) {
 			failed(rs))
 	case held < c.quorum:
 		return 0, errors.Join(fmt.Errorf("redlock: reissue %q: held on %d of %d nodes, %d needed; the token is unchanged",
-			name, held, len(c.nodes), c.quorum), ctx.Err(), failed(rs))
+			name, held, len(c.nodes), c.quorum), lifetime.Ended(ctx), failed(rs))
 	}
 	// Every node that answered with less than seq takes seq: its counter,
 	// and its lock's Seq where it holds the lease.
@@ -232,7 +232,7 @@ func (b *backend) Reissue(ctx context.Context, floor uint64) (uint64, error) {
 	}
 	if have < c.quorum {
 		return 0, errors.Join(fmt.Errorf("redlock: reissue %q: Seq %d reached %d of %d nodes, %d needed; the token is unchanged",
-			name, seq, have, len(c.nodes), c.quorum), ctx.Err(), failed(out))
+			name, seq, have, len(c.nodes), c.quorum), lifetime.Ended(ctx), failed(out))
 	}
 	return seq, nil
 }

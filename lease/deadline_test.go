@@ -1,0 +1,428 @@
+package lease_test
+
+// Tests of the rule "no call outlives its context": every call that does I/O
+// returns by its context's deadline (plus scheduling noise), whatever state
+// the server is in. Housekeeping that must still happen after the deadline
+// (releasing a lock whose acquire reply was lost) belongs in the background,
+// not in the caller's time.
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/fencelock/fencelock/internal/testenv"
+	"github.com/fencelock/fencelock/lease"
+)
+
+const (
+	// callDeadline is the context deadline given to the calls under test.
+	callDeadline = 300 * time.Millisecond
+	// deadlineMargin is how long after its deadline a call may return before
+	// the test fails. A call that honours its context comes back within a few
+	// milliseconds of it; the margin is generous only because test machines
+	// are shared and noisy. Cleanup on a context of its own, which is what
+	// these tests catch, costs a second or more.
+	deadlineMargin = 250 * time.Millisecond
+	// slowTimeout is the go-redis dial, read and write timeout: far longer
+	// than callDeadline, so that only the context can end a call in time.
+	slowTimeout = 5 * time.Second
+)
+
+// ctxClient returns a go-redis client for addr that honours context
+// deadlines and never retries a command. go-redis still retries a failed
+// dial 5 times 100 ms apart (set explicitly here, in case its defaults
+// change), which outlasts callDeadline: on a closed port the context, not
+// the refusal, ends the call.
+func ctxClient(t *testing.T, addr string) *redis.Client {
+	return newCtxClient(t, addr, 5)
+}
+
+// newCtxClient is ctxClient with dialerRetries dial attempts.
+func newCtxClient(t *testing.T, addr string, dialerRetries int) *redis.Client {
+	t.Helper()
+	c := redis.NewClient(&redis.Options{
+		Addr:                  addr,
+		ContextTimeoutEnabled: true,
+		MaxRetries:            -1,
+		DialTimeout:           slowTimeout,
+		ReadTimeout:           slowTimeout,
+		WriteTimeout:          slowTimeout,
+		DialerRetries:         dialerRetries,
+		DialerRetryTimeout:    100 * time.Millisecond,
+	})
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// closedAddr returns a loopback address nothing listens on.
+func closedAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	return addr
+}
+
+// withDeadline calls f with a context that ends after callDeadline, logs
+// how long f took and fails the test (without stopping it) when f returned
+// more than deadlineMargin after the deadline.
+func withDeadline(t *testing.T, what string, f func(ctx context.Context) error) error {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), callDeadline)
+	defer cancel()
+	start := time.Now()
+	err := f(ctx)
+	took := time.Since(start)
+	t.Logf("%s: returned after %v (deadline %v, overshoot %v); err: %v",
+		what, took.Round(time.Millisecond), callDeadline, max(took-callDeadline, 0).Round(time.Millisecond), err)
+	if took > callDeadline+deadlineMargin {
+		t.Errorf("%s outlived its context: returned after %v, more than the %v deadline + %v margin",
+			what, took.Round(time.Millisecond), callDeadline, deadlineMargin)
+	}
+	return err
+}
+
+// pausedRedis starts a Redis only this test uses, with a context-honouring
+// client on which a lock has been taken and released (so the connection is
+// open and the scripts are cached), then pauses it. It is resumed at cleanup.
+func pausedRedis(t *testing.T) (*testenv.Redis, *lease.Client) {
+	t.Helper()
+	r := testenv.NewRedis(t)
+	t.Cleanup(func() { _ = r.Resume() })
+	c, err := lease.New(ctxClient(t, r.Addr()))
+	require.NoError(t, err)
+	warm(t, c)
+	require.NoError(t, r.Pause())
+	return r, c
+}
+
+// warm takes and releases a lock, which opens a connection and loads the
+// acquire and release scripts.
+func warm(t *testing.T, c *lease.Client) {
+	t.Helper()
+	l, err := c.TryAcquire(t.Context(), name(t), time.Minute)
+	require.NoError(t, err)
+	require.NoError(t, l.Release(t.Context()))
+}
+
+// acquireErr checks the error of an acquire that the deadline ended.
+//
+// context.DeadlineExceeded must be in the chain even when go-redis's read
+// deadline, which ContextTimeoutEnabled sets to the context's, fires before
+// the context's own timer, so that ctx.Err() may still be nil when the
+// i/o timeout comes back. (On HEAD, Acquire's waitErr checks only ctx.Err():
+// now and then TestAcquireDeadlineStalledSubscribe gets the bare
+// "lease: subscribe ...: dial tcp ...: i/o timeout" instead.)
+func acquireErr(t *testing.T, err error) {
+	t.Helper()
+	require.Error(t, err)
+	assert.ErrorIs(t, err, lease.ErrNotAcquired)
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+}
+
+type acquireFunc func(c *lease.Client, ctx context.Context, name string, ttl time.Duration, opts ...lease.AcquireOption) (*lease.Lease, error)
+
+var acquireFuncs = []struct {
+	name string
+	f    acquireFunc
+}{
+	{"TryAcquire", (*lease.Client).TryAcquire},
+	{"Acquire", (*lease.Client).Acquire},
+}
+
+// TestAcquireDeadlineClosedPort: with nothing listening and go-redis
+// retrying the refused dial past the deadline, TryAcquire and Acquire give
+// up at the deadline.
+//
+// The refusal is not in the error, and cannot be: go-redis (v9.23) dials in
+// a goroutine of its own, on context.Background() (pool.queuedNewConn), and
+// the caller waiting for the connection returns plain ctx.Err() when its
+// context ends; the dial's own error ("connection refused") only reaches
+// go-redis's log, later. TestAcquireDeadlineRefusedInTime checks that the
+// cause is kept when the refusal comes before the deadline.
+func TestAcquireDeadlineClosedPort(t *testing.T) {
+	t.Parallel()
+	for _, a := range acquireFuncs {
+		t.Run(a.name, func(t *testing.T) {
+			t.Parallel()
+			c, err := lease.New(ctxClient(t, closedAddr(t)))
+			require.NoError(t, err)
+			err = withDeadline(t, a.name, func(ctx context.Context) error {
+				_, err := a.f(c, ctx, name(t), time.Minute)
+				return err
+			})
+			acquireErr(t, err)
+		})
+	}
+}
+
+// TestAcquireDeadlineRefusedInTime: with nothing listening and a client
+// that dials once (as the redlock docs advise), the refusal comes before
+// the deadline: TryAcquire and Acquire return it at once, cause and all.
+func TestAcquireDeadlineRefusedInTime(t *testing.T) {
+	t.Parallel()
+	for _, a := range acquireFuncs {
+		t.Run(a.name, func(t *testing.T) {
+			t.Parallel()
+			c, err := lease.New(newCtxClient(t, closedAddr(t), 1))
+			require.NoError(t, err)
+			err = withDeadline(t, a.name, func(ctx context.Context) error {
+				_, err := a.f(c, ctx, name(t), time.Minute)
+				return err
+			})
+			require.Error(t, err)
+			assert.ErrorContains(t, err, "connection refused")
+			assert.NotErrorIs(t, err, context.DeadlineExceeded, "the refusal came before the deadline")
+		})
+	}
+}
+
+// TestAcquireDeadlinePausedServer: on a server that stopped answering,
+// TryAcquire and Acquire give up at the deadline. The reply of the acquire
+// may be lost, so a release is due; it must not be made on the caller's
+// time.
+func TestAcquireDeadlinePausedServer(t *testing.T) {
+	t.Parallel()
+	for _, a := range acquireFuncs {
+		t.Run(a.name, func(t *testing.T) {
+			t.Parallel()
+			_, c := pausedRedis(t)
+			err := withDeadline(t, a.name, func(ctx context.Context) error {
+				_, err := a.f(c, ctx, name(t), time.Minute)
+				return err
+			})
+			acquireErr(t, err)
+		})
+	}
+}
+
+// TestAcquireDeadlineHeld: Acquire waiting for a held lock gives up at the
+// deadline.
+func TestAcquireDeadlineHeld(t *testing.T) {
+	t.Parallel()
+	r := testenv.NewRedis(t)
+	c, err := lease.New(ctxClient(t, r.Addr()))
+	require.NoError(t, err)
+	n := name(t)
+	holder, err := c.TryAcquire(t.Context(), n, time.Minute)
+	require.NoError(t, err)
+	defer holder.Release(context.Background())
+
+	err = withDeadline(t, "Acquire", func(ctx context.Context) error {
+		_, err := c.Acquire(ctx, n, time.Minute)
+		return err
+	})
+	acquireErr(t, err)
+}
+
+// TestAcquireDeadlineStalledSubscribe: Acquire finds the lock held, and the
+// server stops answering just then, as it subscribes to the release channel
+// on a new connection (modelled by a proxy that forwards the first
+// connection and blackholes the later ones). Acquire gives up at the
+// deadline: go-redis bounds the pub/sub handshake and Receive by the
+// context's deadline.
+func TestAcquireDeadlineStalledSubscribe(t *testing.T) {
+	t.Parallel()
+	r := testenv.NewRedis(t)
+	p := newStallProxy(t, r.Addr())
+	c, err := lease.New(ctxClient(t, p.Addr()))
+	require.NoError(t, err)
+	warm(t, c)
+
+	n := name(t)
+	other, err := lease.New(ctxClient(t, r.Addr()))
+	require.NoError(t, err)
+	holder, err := other.TryAcquire(t.Context(), n, time.Minute)
+	require.NoError(t, err)
+	defer holder.Release(context.Background())
+
+	p.stallNew()
+	err = withDeadline(t, "Acquire", func(ctx context.Context) error {
+		_, err := c.Acquire(ctx, n, time.Minute)
+		return err
+	})
+	acquireErr(t, err)
+	assert.Positive(t, p.stalled(), "the subscription's connection went to the blackhole")
+}
+
+// TestRefreshDeadline: Refresh on a paused or killed server gives up at the
+// deadline and leaves the lease as it was.
+func TestRefreshDeadline(t *testing.T) {
+	t.Parallel()
+	for _, fault := range []string{"paused", "killed"} {
+		t.Run(fault, func(t *testing.T) {
+			t.Parallel()
+			l := leaseThenFault(t, fault)
+			err := withDeadline(t, "Refresh", func(ctx context.Context) error {
+				return l.Refresh(ctx, time.Minute)
+			})
+			require.Error(t, err)
+			t.Logf("errors.Is(err, context.DeadlineExceeded) = %v", errors.Is(err, context.DeadlineExceeded))
+			assert.NoError(t, l.Err(), "an I/O error leaves the lease as it was")
+		})
+	}
+}
+
+// TestReleaseDeadline: Release on a paused or killed server gives up at the
+// deadline; the lease is over all the same.
+func TestReleaseDeadline(t *testing.T) {
+	t.Parallel()
+	for _, fault := range []string{"paused", "killed"} {
+		t.Run(fault, func(t *testing.T) {
+			t.Parallel()
+			l := leaseThenFault(t, fault)
+			err := withDeadline(t, "Release", func(ctx context.Context) error {
+				return l.Release(ctx)
+			})
+			require.Error(t, err)
+			t.Logf("errors.Is(err, context.DeadlineExceeded) = %v", errors.Is(err, context.DeadlineExceeded))
+			assert.ErrorIs(t, l.Err(), lease.ErrReleased)
+		})
+	}
+}
+
+// leaseThenFault takes a lease on a Redis of the test's own, then pauses
+// or kills that server.
+func leaseThenFault(t *testing.T, fault string) *lease.Lease {
+	t.Helper()
+	r := testenv.NewRedis(t)
+	t.Cleanup(func() { _ = r.Resume() })
+	c, err := lease.New(ctxClient(t, r.Addr()))
+	require.NoError(t, err)
+	l, err := c.TryAcquire(t.Context(), name(t), time.Minute)
+	require.NoError(t, err)
+	switch fault {
+	case "paused":
+		require.NoError(t, r.Pause())
+	case "killed":
+		require.NoError(t, r.Kill())
+	default:
+		t.Fatalf("unknown fault %q", fault)
+	}
+	return l
+}
+
+// TestDeadlineLostReplyReleased: a TryAcquire whose reply is lost to the
+// deadline may have taken the lock on the server; its release must still
+// be made, if no longer on the caller's time. With a one-minute ttl only
+// that release can free the lock within the few seconds the test waits
+// after the server resumes.
+func TestDeadlineLostReplyReleased(t *testing.T) {
+	t.Parallel()
+	r, c := pausedRedis(t)
+	n := name(t)
+	ctx, cancel := context.WithTimeout(t.Context(), callDeadline)
+	start := time.Now()
+	_, err := c.TryAcquire(ctx, n, time.Minute) // how long it takes is for the other tests
+	cancel()
+	t.Logf("TryAcquire: returned after %v; err: %v", time.Since(start).Round(time.Millisecond), err)
+	require.Error(t, err)
+	require.NoError(t, r.Resume())
+	resumed := time.Now()
+
+	const wait = 3 * time.Second
+	for {
+		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+		l, err := c.TryAcquire(ctx, n, time.Minute)
+		cancel()
+		if err == nil {
+			t.Logf("the lock was free %v after the server resumed", time.Since(resumed).Round(time.Millisecond))
+			require.NoError(t, l.Release(t.Context()))
+			return
+		}
+		if time.Since(resumed) > wait {
+			t.Fatalf("the lock is still held %v after the server resumed: the release after the lost reply was dropped (last try: %v)", wait, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// stallProxy forwards TCP connections to a backend until stallNew is
+// called; connections accepted after that are held open and read, but
+// nothing is forwarded or answered: a server that stopped answering, for
+// new connections only.
+type stallProxy struct {
+	ln      net.Listener
+	backend string
+
+	mu     sync.Mutex
+	stall  bool
+	nStall int
+	conns  []net.Conn
+	wg     sync.WaitGroup
+}
+
+func newStallProxy(t *testing.T, backend string) *stallProxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	p := &stallProxy{ln: ln, backend: backend}
+	p.wg.Go(p.serve)
+	t.Cleanup(p.close)
+	return p
+}
+
+func (p *stallProxy) Addr() string { return p.ln.Addr().String() }
+
+func (p *stallProxy) stallNew() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.stall = true
+}
+
+// stalled returns how many connections went to the blackhole.
+func (p *stallProxy) stalled() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.nStall
+}
+
+func (p *stallProxy) serve() {
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		p.mu.Lock()
+		stall := p.stall
+		if stall {
+			p.nStall++
+		}
+		p.conns = append(p.conns, c)
+		p.mu.Unlock()
+		if stall {
+			p.wg.Go(func() { _, _ = io.Copy(io.Discard, c) })
+			continue
+		}
+		b, err := net.Dial("tcp", p.backend)
+		if err != nil {
+			c.Close()
+			continue
+		}
+		p.mu.Lock()
+		p.conns = append(p.conns, b)
+		p.mu.Unlock()
+		p.wg.Go(func() { _, _ = io.Copy(b, c); b.Close() })
+		p.wg.Go(func() { _, _ = io.Copy(c, b); c.Close() })
+	}
+}
+
+func (p *stallProxy) close() {
+	p.ln.Close()
+	p.mu.Lock()
+	for _, c := range p.conns {
+		c.Close()
+	}
+	p.mu.Unlock()
+	p.wg.Wait()
+}
