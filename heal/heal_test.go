@@ -155,3 +155,30 @@ func TestNoHealForALostLease(t *testing.T) {
 	assert.Same(t, boom, err)
 	var _ redis.UniversalClient = rdb
 }
+
+// TestWriteNilInputs: nil and typed-nil input is an error wrapping
+// ErrInvalid (and lease.ErrInvalid), never a panic, and write is not called.
+func TestWriteNilInputs(t *testing.T) {
+	called := false
+	write := func(context.Context, fence.Token) error { called = true; return nil }
+	var typed *lease.Lease
+	rdb := testenv.NewRedis(t).Client()
+	t.Cleanup(func() { rdb.Close() })
+	c, err := lease.New(rdb)
+	require.NoError(t, err)
+	l, err := c.TryAcquire(t.Context(), lock, time.Minute)
+	require.NoError(t, err)
+	var nilCtx context.Context
+	for name, err := range map[string]error{
+		"nil lease":        heal.Write(t.Context(), nil, write),
+		"typed nil lease":  heal.Write(t.Context(), typed, write),
+		"nil write":        heal.Write(t.Context(), l, nil),
+		"nil context":      heal.Write(nilCtx, l, write),
+		"nil option":       heal.Write(t.Context(), l, write, nil),
+		"negative retries": heal.Write(t.Context(), l, write, heal.WithAttempts(-1)),
+	} {
+		assert.ErrorIs(t, err, heal.ErrInvalid, name)
+		assert.ErrorIs(t, err, lease.ErrInvalid, name)
+	}
+	assert.False(t, called)
+}

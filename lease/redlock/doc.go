@@ -33,15 +33,25 @@
 //
 // # Fencing tokens
 //
-// Each node has its own fencing counter, so a lease's token Seq is taken as
-// the highest counter among the granting nodes. Alone, that number can go
-// backwards: a node restarted without persistence counts from zero again,
-// and under contention the nodes' counters drift apart. With
-// [WithQuorumFencing] the Seq is also written back (atomic max) to every node
-// that answered, and to a majority at least, before the lease is returned.
-// Then tokens of non-overlapping acquisitions increase even when any minority
-// of the nodes restarts empty between them. In the steady state the write-back
-// costs nothing: all counters agree and nothing needs lifting.
+// Without [WithQuorumFencing] the lock keeps no counter: an acquire is a
+// plain SET NX PX on each node, and the token's Seq is 0, which no verifier
+// accepts — the token only names the holder. With it, each node keeps a
+// fencing counter, a lease's token Seq is the highest counter among the
+// granting nodes, and that Seq is written back (atomic max, and stored as
+// the lock's Seq) to every node that answered, and to a majority at least,
+// before the lease is returned. Then tokens of non-overlapping acquisitions
+// increase even when any minority of the nodes restarts empty between them.
+// In the steady state the write-back costs nothing: all counters agree and
+// nothing needs lifting. [Lease.Reissue] and heal.Write restore progress
+// when a majority restarted empty and the storage has seen higher Seqs.
+//
+// # One lease contract
+//
+// A [Lease] shares the single-node lease's lifetime (package lease): the
+// same local deadline, Done, Err, Context, keep-alive, serialised Refresh,
+// Release and Reissue, and the same rules for ttls and keep-alive
+// intervals. It satisfies lease.Interface, so helpers written for one lease
+// kind work with both.
 //
 // # Redlock is not a correctness lock
 //
