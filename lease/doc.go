@@ -12,9 +12,14 @@
 // Cluster (any redis.UniversalClient): the keys of one lock share a hash
 // slot. [Client.TryAcquire] tries once; [Client.Acquire] waits, woken by a
 // pub/sub message on release. A [Lease] keeps a local deadline on the
-// monotonic clock and closes [Lease.Done] when it passes, when a refresh
-// finds the lock gone, or on release; [WithKeepAlive] refreshes it in the
-// background.
+// monotonic clock and closes [Lease.Done] (and cancels [Lease.Context]) when
+// it passes, when a refresh finds the lock gone, or on release;
+// [WithKeepAlive] refreshes it in the background. Every lease kind — this
+// one and lease/redlock's — shares that lifetime and satisfies [Interface].
+//
+// No call outlives its context: give the go-redis client
+// ContextTimeoutEnabled: true (see [New]), and every call returns by its
+// context's deadline; cleanup after a lost reply runs in the background.
 //
 // Redis keys, for lock NAME and the default prefix "fencelock:":
 //
