@@ -150,7 +150,11 @@ func (c *Client) try(ctx context.Context, req request) (*Lease, script.AcquireRe
 	start := time.Now()
 	res, err := c.acquire(ctx, req)
 	if err != nil {
-		if script.MayHaveRun(err) {
+		// After a refused connection or an error reply the script did not
+		// run; c.acquire released what it knows it took (ErrNotReplicated,
+		// a failed WAIT); and a re-acquire must not delete a lock its
+		// holder may have had before the call.
+		if script.MayHaveRun(err) && !errors.Is(err, errReleased) && !req.args.Reacquire {
 			c.releaseAfterLostReply(ctx, req)
 		}
 		if lifetime.Ended(ctx) != nil {
@@ -181,14 +185,21 @@ func (c *Client) acquire(ctx context.Context, req request) (script.AcquireResult
 		node = n
 	}
 	res, acked, err := script.AcquireAcked(ctx, node, req.keys, req.args, c.cfg.replicas, c.cfg.ackTimeout)
+	if err != nil && res.Acquired { // the script took the lock, WAIT failed
+		return script.AcquireResult{}, errors.Join(err, errReleased, c.releaseAfterLostReply(ctx, req))
+	}
 	if err != nil || !res.Acquired || acked >= int64(c.cfg.replicas) {
 		return res, err
 	}
 	relErr := c.releaseAfterLostReply(ctx, req)
 	return script.AcquireResult{}, errors.Join(&notReplicatedError{
 		name: req.name, seq: res.Seq, acked: acked, want: c.cfg.replicas, timeout: c.cfg.ackTimeout,
-	}, relErr)
+	}, errReleased, relErr)
 }
+
+// errReleased marks an acquire error after which the lock was already
+// released, so try does not release it again.
+var errReleased = errors.New("the lock was released again")
 
 // notReplicatedError wraps ErrNotReplicated with the figures.
 type notReplicatedError struct {
@@ -217,7 +228,8 @@ func notAcquired(ctx context.Context, name string, cause error) error {
 	return fmt.Errorf("%w: %q: %w: %w", ErrNotAcquired, name, ctxErr, cause)
 }
 
-// releaseAfterLostReply deletes the lock if the failed acquire took it. It
+// releaseAfterLostReply deletes the lock if the failed acquire took it
+// (not after a re-acquire: its holder may have had the lock before). It
 // is best effort: each try is bounded by releaseTimeout, and failed tries
 // are retried for as long as the ttl (1s to 30s), because a paused server
 // runs the lost acquire only when it resumes. When ctx ends first it goes on

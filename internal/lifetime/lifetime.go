@@ -49,10 +49,13 @@ type Life struct {
 	b   Backend
 	cfg Config
 
-	op       sync.Mutex // serialises Refresh, Release and Reissue
-	released bool       // guarded by op
+	// op serialises Refresh, Release and Reissue: a token, taken with a
+	// select on the caller's context, so that waiting for it cannot
+	// outlive that context either.
+	op chan struct{}
 
 	mu       sync.Mutex
+	released bool
 	tok      fence.Token
 	deadline time.Time // monotonic
 	timer    *time.Timer
@@ -63,7 +66,7 @@ type Life struct {
 // Start begins the lifetime of a lease whose acquire started at start with
 // ttl. It starts the keep-alive when cfg asks for one.
 func Start(b Backend, tok fence.Token, start time.Time, ttl time.Duration, cfg Config) *Life {
-	l := &Life{b: b, cfg: cfg, tok: tok}
+	l := &Life{b: b, cfg: cfg, tok: tok, op: make(chan struct{}, 1)}
 	l.ctx, l.cancel = context.WithCancelCause(context.Background())
 	l.deadline = start.Add(ttl - Drift(ttl, cfg.DriftFactor))
 	// Under the lock: a deadline already past fires expire at once, and
@@ -119,13 +122,18 @@ func (l *Life) Refresh(ctx context.Context, ttl time.Duration) error {
 	if ctx == nil {
 		return fmt.Errorf("%w: nil context", l.cfg.Invalid)
 	}
-	l.op.Lock()
-	defer l.op.Unlock()
-	if err := l.Err(); err != nil {
+	if err := l.lockOp(ctx); err != nil {
+		return err
+	}
+	defer l.unlockOp()
+	if err := l.live(); err != nil {
 		return err
 	}
 	start := time.Now()
-	if err := l.b.Refresh(ctx, ttl); err != nil {
+	cctx, stop := l.bound(ctx)
+	err := l.b.Refresh(cctx, ttl)
+	stop()
+	if err != nil {
 		return l.fail(WithCtx(ctx, err))
 	}
 	deadline := start.Add(ttl - Drift(ttl, l.cfg.DriftFactor))
@@ -145,17 +153,30 @@ func (l *Life) Refresh(ctx context.Context, ttl time.Duration) error {
 
 // Release ends the lease and asks the backend to give the lock up. The
 // second and later calls return nil without I/O, whatever the first found.
+// Ending the lease first cancels a refresh or reissue in flight (the
+// keep-alive's, say), so the release waits for it only briefly; if ctx ends
+// before it is done, the release goes on in the background.
 func (l *Life) Release(ctx context.Context) error {
 	if ctx == nil {
 		return fmt.Errorf("%w: nil context", l.cfg.Invalid)
 	}
-	l.op.Lock()
-	defer l.op.Unlock()
-	if l.released {
+	l.mu.Lock()
+	again := l.released
+	l.released = true
+	l.mu.Unlock()
+	if again {
 		return nil
 	}
-	l.released = true
 	l.End(l.cfg.Released)
+	if err := l.lockOp(ctx); err != nil {
+		go func() {
+			l.op <- struct{}{}
+			defer l.unlockOp()
+			_ = Detach(context.WithoutCancel(ctx), CleanupMin, CleanupMin, l.b.Release)
+		}()
+		return err
+	}
+	defer l.unlockOp()
 	return WithCtx(ctx, l.b.Release(ctx))
 }
 
@@ -168,26 +189,77 @@ func (l *Life) Reissue(ctx context.Context, floor uint64) (fence.Token, error) {
 	if ctx == nil {
 		return fence.Token{}, fmt.Errorf("%w: nil context", l.cfg.Invalid)
 	}
-	l.op.Lock()
-	defer l.op.Unlock()
-	if err := l.Err(); err != nil {
+	if err := l.lockOp(ctx); err != nil {
 		return fence.Token{}, err
 	}
-	seq, err := l.b.Reissue(ctx, floor)
+	defer l.unlockOp()
+	if err := l.live(); err != nil {
+		return fence.Token{}, err
+	}
+	// Never below the token the lease has: a low floor must not give a
+	// lower token after the counters were lost.
+	floor = max(floor, l.Token().Seq)
+	cctx, stop := l.bound(ctx)
+	seq, err := l.b.Reissue(cctx, floor)
+	stop()
 	if err != nil {
 		return fence.Token{}, l.fail(WithCtx(ctx, err))
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if err := l.errLocked(); err != nil { // ended while reissuing
+		return fence.Token{}, err
+	}
 	l.tok.Seq = seq
 	return l.tok, nil
 }
 
-// fail ends the lease when err says the lock is gone, and returns err.
+// lockOp takes the op token, or returns when ctx ends first.
+func (l *Life) lockOp(ctx context.Context) error {
+	select {
+	case l.op <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (l *Life) unlockOp() { <-l.op }
+
+// live returns Err, or ends the lease when its deadline has passed but the
+// timer has not fired yet: a lease that Held called lost stays lost.
+func (l *Life) live() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.errLocked(); err != nil {
+		return err
+	}
+	if !time.Now().Before(l.deadline) {
+		l.timer.Stop()
+		l.cancel(fmt.Errorf("%w: %q: local deadline passed", l.cfg.Lost, l.tok.Key))
+		return context.Cause(l.ctx)
+	}
+	return nil
+}
+
+// bound returns ctx, also cancelled when the lease ends: a refresh or
+// reissue in flight is moot once the lease was released or lost.
+func (l *Life) bound(ctx context.Context) (context.Context, func()) {
+	cctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(l.ctx, cancel)
+	return cctx, func() { stop(); cancel() }
+}
+
+// fail ends the lease when err says the lock is gone, and returns err; or
+// the lease's Err when it ended while the call was in flight (a release
+// cancelled it).
 func (l *Life) fail(err error) error {
 	if errors.Is(err, l.cfg.Lost) {
 		l.End(err)
 		return l.Err()
+	}
+	if ended := l.Err(); ended != nil {
+		return ended
 	}
 	return err
 }

@@ -74,7 +74,13 @@ func Acquire(ctx context.Context, c redis.Scripter, k Keys, a AcquireArgs) (Acqu
 	if err != nil {
 		return AcquireResult{}, err
 	}
-	return parseAcquire(v)
+	res, err := parseAcquire(v)
+	if err == nil && res.Acquired && res.Seq == 0 && !a.Unfenced {
+		// a fenced acquire never hands out Seq 0 (an unfenced lock's
+		// value, re-acquired by a fenced client under the same prefix)
+		return AcquireResult{}, fmt.Errorf("acquire script: seq 0 for a fenced lock %q: the lock was taken unfenced", k.Lock)
+	}
+	return res, err
 }
 
 func acquireArgs(a AcquireArgs) []any {
@@ -190,15 +196,20 @@ func MayHaveRun(err error) bool {
 
 // AcquireUnfenced takes an unfenced lock (no counter, Seq 0) with a plain
 // SET NX PX: the same key and value as the acquire script with Unfenced, at
-// the cost of a command instead of a script. When the lock is held, PTTL in
-// the result is unknown (-1).
+// the cost of a command instead of a script. When the lock is held, a second
+// round trip reads its PTTL, so that a waiter knows when it expires (only
+// the contended path pays it).
 func AcquireUnfenced(ctx context.Context, c redis.Cmdable, k Keys, holder string, ttl time.Duration) (AcquireResult, error) {
 	ok, err := c.SetNX(ctx, k.Lock, holder+":0", ttl).Result()
 	if err != nil {
 		return AcquireResult{}, err
 	}
-	if !ok {
-		return AcquireResult{PTTL: -1}, nil
+	if ok {
+		return AcquireResult{Acquired: true}, nil
 	}
-	return AcquireResult{Acquired: true}, nil
+	pttl, err := c.PTTL(ctx, k.Lock).Result()
+	if err != nil {
+		return AcquireResult{PTTL: -1}, nil // held; when it expires is unknown
+	}
+	return AcquireResult{PTTL: pttl}, nil
 }

@@ -179,10 +179,7 @@ func (c *Client) try(ctx context.Context, name string, ttl time.Duration, ac acq
 		return newLease(c, k, tok, start, ttl, ac), miss{}, nil
 	}
 
-	var cleanup error
-	if again < c.quorum { // never release a lock this holder had before the call
-		cleanup = c.releaseAfter(ctx, k, holder, ttl, rs)
-	}
+	cleanup := c.releaseAfter(ctx, k, holder, ttl, ac.holder != "", rs)
 	if ce := lifetime.Ended(ctx); ce != nil {
 		why = errors.Join(why, ce)
 	}
@@ -209,20 +206,26 @@ func (c *Client) hopeless(rs []reply[script.AcquireResult]) bool {
 // it or whose reply may have been lost (it may hide a grant). Nodes that
 // answered that another holder has the lock, and nodes whose call surely did
 // not run (connection refused, an error reply), cannot hold ours, so they
-// are skipped. It runs under its own context bounded by the node timeout,
-// and when ctx ends first it goes on in the background while TryAcquire
-// returns. It returns the errors of nodes that had granted the lock and
-// could not release it: their key stays until its ttl runs out. (Release
-// errors of nodes whose acquire already failed add nothing and are
-// dropped.)
+// are skipped. With a known holder id (reacquire, WithHolder), only the
+// nodes that granted it afresh are released: a node that already held the
+// lock for that holder, or may have, keeps it, since the holder may still
+// count on it. Each try is bounded by the node timeout, and nodes that did
+// not answer are tried again until the ttl (1s to 30s) has passed; when ctx
+// ends first, that goes on in the background while the acquire returns. It
+// returns the errors of nodes that had granted the lock and could not
+// release it at the first try: their key stays until its ttl runs out or a
+// retry gets it. (Release errors of nodes whose acquire already failed add
+// nothing and are dropped.)
 //
-// The holder id is fresh for each attempt, so a key left behind can never be
-// mistaken for the next attempt's.
-func (c *Client) releaseAfter(ctx context.Context, k script.Keys, holder string, ttl time.Duration, rs []reply[script.AcquireResult]) error {
+// Without WithHolder the holder id is fresh for each attempt, so a key left
+// behind can never be mistaken for the next attempt's.
+func (c *Client) releaseAfter(ctx context.Context, k script.Keys, holder string, ttl time.Duration, reacquire bool, rs []reply[script.AcquireResult]) error {
 	var nodes []node
 	var granted []bool
 	for i, r := range rs {
-		if (r.err != nil && mayHaveRun(r.err)) || (r.err == nil && r.val.Acquired) {
+		fresh := r.err == nil && r.val.Acquired && !r.val.Reacquired
+		lost := r.err != nil && mayHaveRun(r.err)
+		if fresh || (!reacquire && (lost || (r.err == nil && r.val.Acquired))) {
 			nodes = append(nodes, c.nodes[i])
 			granted = append(granted, r.err == nil)
 		}
@@ -233,7 +236,7 @@ func (c *Client) releaseAfter(ctx context.Context, k script.Keys, holder string,
 	// Each try releases on the nodes that have not answered yet; it fails,
 	// and is retried, while any node has not. Only the errors of nodes that
 	// had granted the lock are reported.
-	return lifetime.Detach(ctx, c.cfg.nodeTimeout, lifetime.CleanupBound(ttl), func(ctx context.Context) error {
+	err := lifetime.Detach(ctx, c.cfg.nodeTimeout, lifetime.CleanupBound(ttl), func(ctx context.Context) error {
 		out := fanout(ctx, nodes, c.cfg.nodeTimeout, releaseOp(k, holder), nil)
 		var errs, pending []error
 		var left []node
@@ -257,6 +260,10 @@ func (c *Client) releaseAfter(ctx context.Context, k script.Keys, holder string,
 		}
 		return nil
 	})
+	if errors.Is(err, errRetry) {
+		return nil // only nodes that had not granted it are left: nothing to report
+	}
+	return err
 }
 
 // errRetry makes Detach retry a cleanup that failed only on nodes whose

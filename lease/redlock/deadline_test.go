@@ -29,7 +29,7 @@ const (
 	// milliseconds of it; the margin is generous only because test machines
 	// are shared and noisy. Cleanup on a context of its own, which is what
 	// these tests catch, costs up to the node timeout.
-	deadlineMargin = 250 * time.Millisecond
+	deadlineMargin = 500 * time.Millisecond
 	// slowNodeTimeout is the redlock node timeout here: far longer than
 	// callDeadline, so that only the context can end a call in time.
 	slowNodeTimeout = 1500 * time.Millisecond

@@ -107,8 +107,9 @@ func WithNodeTimeout(d time.Duration) Option {
 // majority: any minority of nodes may restart empty between two
 // acquisitions. The write-back is a second round trip, but only to nodes
 // whose counter was behind; in the steady state all counters agree and it
-// costs nothing. Off, Seq is the same maximum without the write-back, and it
-// can go backwards after restarts and under contention. The default is off.
+// costs nothing. Off, no counter is kept at all: the acquire is a plain SET
+// NX PX on each node, the token's Seq is 0 (no verifier accepts it) and
+// [Lease.Reissue] is refused. The default is off.
 func WithQuorumFencing(on bool) Option {
 	return func(c *config) error { c.quorumFencing = on; return nil }
 }
