@@ -14,82 +14,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/fencelock/fencelock/internal/testenv"
 	"github.com/fencelock/fencelock/lease"
 )
-
-const (
-	// callDeadline is the context deadline given to the calls under test.
-	callDeadline = 300 * time.Millisecond
-	// deadlineMargin is how long after its deadline a call may return before
-	// the test fails. A call that honours its context comes back within a few
-	// milliseconds of it; the margin is generous only because test machines
-	// are shared and noisy. Cleanup on a context of its own, which is what
-	// these tests catch, costs a second or more.
-	deadlineMargin = 500 * time.Millisecond
-	// slowTimeout is the go-redis dial, read and write timeout: far longer
-	// than callDeadline, so that only the context can end a call in time.
-	slowTimeout = 5 * time.Second
-)
-
-// ctxClient returns a go-redis client for addr that honours context
-// deadlines and never retries a command. go-redis still retries a failed
-// dial 5 times 100 ms apart (set explicitly here, in case its defaults
-// change), which outlasts callDeadline: on a closed port the context, not
-// the refusal, ends the call.
-func ctxClient(t *testing.T, addr string) *redis.Client {
-	return newCtxClient(t, addr, 5)
-}
-
-// newCtxClient is ctxClient with dialerRetries dial attempts.
-func newCtxClient(t *testing.T, addr string, dialerRetries int) *redis.Client {
-	t.Helper()
-	c := redis.NewClient(&redis.Options{
-		Addr:                  addr,
-		ContextTimeoutEnabled: true,
-		MaxRetries:            -1,
-		DialTimeout:           slowTimeout,
-		ReadTimeout:           slowTimeout,
-		WriteTimeout:          slowTimeout,
-		DialerRetries:         dialerRetries,
-		DialerRetryTimeout:    100 * time.Millisecond,
-	})
-	t.Cleanup(func() { c.Close() })
-	return c
-}
-
-// closedAddr returns a loopback address nothing listens on.
-func closedAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close())
-	return addr
-}
-
-// withDeadline calls f with a context that ends after callDeadline, logs
-// how long f took and fails the test (without stopping it) when f returned
-// more than deadlineMargin after the deadline.
-func withDeadline(t *testing.T, what string, f func(ctx context.Context) error) error {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), callDeadline)
-	defer cancel()
-	start := time.Now()
-	err := f(ctx)
-	took := time.Since(start)
-	t.Logf("%s: returned after %v (deadline %v, overshoot %v); err: %v",
-		what, took.Round(time.Millisecond), callDeadline, max(took-callDeadline, 0).Round(time.Millisecond), err)
-	if took > callDeadline+deadlineMargin {
-		t.Errorf("%s outlived its context: returned after %v, more than the %v deadline + %v margin",
-			what, took.Round(time.Millisecond), callDeadline, deadlineMargin)
-	}
-	return err
-}
 
 // pausedRedis starts a Redis only this test uses, with a context-honouring
 // client on which a lock has been taken and released (so the connection is
@@ -98,7 +28,7 @@ func pausedRedis(t *testing.T) (*testenv.Redis, *lease.Client) {
 	t.Helper()
 	r := testenv.NewRedis(t)
 	t.Cleanup(func() { _ = r.Resume() })
-	c, err := lease.New(ctxClient(t, r.Addr()))
+	c, err := lease.New(testenv.CtxClient(t, r.Addr(), 5))
 	require.NoError(t, err)
 	warm(t, c)
 	require.NoError(t, r.Pause())
@@ -154,9 +84,9 @@ func TestAcquireDeadlineClosedPort(t *testing.T) {
 	for _, a := range acquireFuncs {
 		t.Run(a.name, func(t *testing.T) {
 			t.Parallel()
-			c, err := lease.New(ctxClient(t, closedAddr(t)))
+			c, err := lease.New(testenv.CtxClient(t, testenv.ClosedAddr(t), 5))
 			require.NoError(t, err)
-			err = withDeadline(t, a.name, func(ctx context.Context) error {
+			err = testenv.WithinDeadline(t, a.name, func(ctx context.Context) error {
 				_, err := a.f(c, ctx, name(t), time.Minute)
 				return err
 			})
@@ -173,9 +103,9 @@ func TestAcquireDeadlineRefusedInTime(t *testing.T) {
 	for _, a := range acquireFuncs {
 		t.Run(a.name, func(t *testing.T) {
 			t.Parallel()
-			c, err := lease.New(newCtxClient(t, closedAddr(t), 1))
+			c, err := lease.New(testenv.CtxClient(t, testenv.ClosedAddr(t), 1))
 			require.NoError(t, err)
-			err = withDeadline(t, a.name, func(ctx context.Context) error {
+			err = testenv.WithinDeadline(t, a.name, func(ctx context.Context) error {
 				_, err := a.f(c, ctx, name(t), time.Minute)
 				return err
 			})
@@ -196,7 +126,7 @@ func TestAcquireDeadlinePausedServer(t *testing.T) {
 		t.Run(a.name, func(t *testing.T) {
 			t.Parallel()
 			_, c := pausedRedis(t)
-			err := withDeadline(t, a.name, func(ctx context.Context) error {
+			err := testenv.WithinDeadline(t, a.name, func(ctx context.Context) error {
 				_, err := a.f(c, ctx, name(t), time.Minute)
 				return err
 			})
@@ -210,14 +140,14 @@ func TestAcquireDeadlinePausedServer(t *testing.T) {
 func TestAcquireDeadlineHeld(t *testing.T) {
 	t.Parallel()
 	r := testenv.NewRedis(t)
-	c, err := lease.New(ctxClient(t, r.Addr()))
+	c, err := lease.New(testenv.CtxClient(t, r.Addr(), 5))
 	require.NoError(t, err)
 	n := name(t)
 	holder, err := c.TryAcquire(t.Context(), n, time.Minute)
 	require.NoError(t, err)
 	defer holder.Release(context.Background())
 
-	err = withDeadline(t, "Acquire", func(ctx context.Context) error {
+	err = testenv.WithinDeadline(t, "Acquire", func(ctx context.Context) error {
 		_, err := c.Acquire(ctx, n, time.Minute)
 		return err
 	})
@@ -234,19 +164,19 @@ func TestAcquireDeadlineStalledSubscribe(t *testing.T) {
 	t.Parallel()
 	r := testenv.NewRedis(t)
 	p := newStallProxy(t, r.Addr())
-	c, err := lease.New(ctxClient(t, p.Addr()))
+	c, err := lease.New(testenv.CtxClient(t, p.Addr(), 5))
 	require.NoError(t, err)
 	warm(t, c)
 
 	n := name(t)
-	other, err := lease.New(ctxClient(t, r.Addr()))
+	other, err := lease.New(testenv.CtxClient(t, r.Addr(), 5))
 	require.NoError(t, err)
 	holder, err := other.TryAcquire(t.Context(), n, time.Minute)
 	require.NoError(t, err)
 	defer holder.Release(context.Background())
 
 	p.stallNew()
-	err = withDeadline(t, "Acquire", func(ctx context.Context) error {
+	err = testenv.WithinDeadline(t, "Acquire", func(ctx context.Context) error {
 		_, err := c.Acquire(ctx, n, time.Minute)
 		return err
 	})
@@ -262,7 +192,7 @@ func TestRefreshDeadline(t *testing.T) {
 		t.Run(fault, func(t *testing.T) {
 			t.Parallel()
 			l := leaseThenFault(t, fault)
-			err := withDeadline(t, "Refresh", func(ctx context.Context) error {
+			err := testenv.WithinDeadline(t, "Refresh", func(ctx context.Context) error {
 				return l.Refresh(ctx, time.Minute)
 			})
 			require.Error(t, err)
@@ -280,7 +210,7 @@ func TestReleaseDeadline(t *testing.T) {
 		t.Run(fault, func(t *testing.T) {
 			t.Parallel()
 			l := leaseThenFault(t, fault)
-			err := withDeadline(t, "Release", func(ctx context.Context) error {
+			err := testenv.WithinDeadline(t, "Release", func(ctx context.Context) error {
 				return l.Release(ctx)
 			})
 			require.Error(t, err)
@@ -296,7 +226,7 @@ func leaseThenFault(t *testing.T, fault string) *lease.Lease {
 	t.Helper()
 	r := testenv.NewRedis(t)
 	t.Cleanup(func() { _ = r.Resume() })
-	c, err := lease.New(ctxClient(t, r.Addr()))
+	c, err := lease.New(testenv.CtxClient(t, r.Addr(), 5))
 	require.NoError(t, err)
 	l, err := c.TryAcquire(t.Context(), name(t), time.Minute)
 	require.NoError(t, err)
@@ -320,7 +250,7 @@ func TestDeadlineLostReplyReleased(t *testing.T) {
 	t.Parallel()
 	r, c := pausedRedis(t)
 	n := name(t)
-	ctx, cancel := context.WithTimeout(t.Context(), callDeadline)
+	ctx, cancel := context.WithTimeout(t.Context(), testenv.CallDeadline)
 	start := time.Now()
 	_, err := c.TryAcquire(ctx, n, time.Minute) // how long it takes is for the other tests
 	cancel()
@@ -435,14 +365,14 @@ func TestReleaseDeadlineDuringKeepAlive(t *testing.T) {
 	t.Parallel()
 	r := testenv.NewRedis(t)
 	t.Cleanup(func() { _ = r.Resume() })
-	c, err := lease.New(ctxClient(t, r.Addr()))
+	c, err := lease.New(testenv.CtxClient(t, r.Addr(), 5))
 	require.NoError(t, err)
 	l, err := c.TryAcquire(t.Context(), name(t), 30*time.Second, lease.WithKeepAlive(3*time.Second))
 	require.NoError(t, err)
 	time.Sleep(2800 * time.Millisecond)
 	require.NoError(t, r.Pause())
 	time.Sleep(500 * time.Millisecond) // the refresh of the 3s tick is stuck now
-	err = withDeadline(t, "Release", func(ctx context.Context) error { return l.Release(ctx) })
+	err = testenv.WithinDeadline(t, "Release", func(ctx context.Context) error { return l.Release(ctx) })
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
 	assert.ErrorIs(t, l.Err(), lease.ErrReleased)
 	assert.NoError(t, l.Release(t.Context()), "the second release returns nil")

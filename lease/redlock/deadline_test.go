@@ -9,7 +9,6 @@ package redlock_test
 
 import (
 	"context"
-	"net"
 	"testing"
 	"time"
 
@@ -21,59 +20,16 @@ import (
 	"github.com/fencelock/fencelock/lease/redlock"
 )
 
-const (
-	// callDeadline is the context deadline given to the calls under test.
-	callDeadline = 300 * time.Millisecond
-	// deadlineMargin is how long after its deadline a call may return before
-	// the test fails. A call that honours its context comes back within a few
-	// milliseconds of it; the margin is generous only because test machines
-	// are shared and noisy. Cleanup on a context of its own, which is what
-	// these tests catch, costs up to the node timeout.
-	deadlineMargin = 500 * time.Millisecond
-	// slowNodeTimeout is the redlock node timeout here: far longer than
-	// callDeadline, so that only the context can end a call in time.
-	slowNodeTimeout = 1500 * time.Millisecond
-	// slowTimeout is the go-redis dial, read and write timeout, for the same
-	// reason.
-	slowTimeout = 5 * time.Second
-)
-
-// ctxClient returns a go-redis client for addr that honours context
-// deadlines and never retries a command. Unlike the clients the package docs
-// advise (and dial), it retries a failed dial 5 times 100 ms apart, which
-// outlasts callDeadline: on a closed port the context, not the refusal,
-// ends the call.
-func ctxClient(t *testing.T, addr string) redis.UniversalClient {
-	return newCtxClient(t, addr, 5)
-}
-
-// newCtxClient is ctxClient with dialerRetries dial attempts.
-func newCtxClient(t *testing.T, addr string, dialerRetries int) redis.UniversalClient {
-	t.Helper()
-	c := redis.NewClient(&redis.Options{
-		Addr:                  addr,
-		ContextTimeoutEnabled: true,
-		MaxRetries:            -1,
-		DialTimeout:           slowTimeout,
-		ReadTimeout:           slowTimeout,
-		WriteTimeout:          slowTimeout,
-		DialerRetries:         dialerRetries,
-		DialerRetryTimeout:    100 * time.Millisecond,
-	})
-	t.Cleanup(func() { c.Close() })
-	return c
-}
+// slowNodeTimeout is the redlock node timeout here: far longer than the
+// call deadline, so that only the context can end a call in time.
+const slowNodeTimeout = 1500 * time.Millisecond
 
 // closedNodes returns clients for n loopback addresses nothing listens on.
 func closedNodes(t *testing.T, n, dialerRetries int) []redis.UniversalClient {
 	t.Helper()
 	rdbs := make([]redis.UniversalClient, n)
 	for i := range rdbs {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		require.NoError(t, err)
-		addr := ln.Addr().String()
-		require.NoError(t, ln.Close())
-		rdbs[i] = newCtxClient(t, addr, dialerRetries)
+		rdbs[i] = testenv.CtxClient(t, testenv.ClosedAddr(t), dialerRetries)
 	}
 	return rdbs
 }
@@ -88,7 +44,7 @@ func ctxNodes(t *testing.T) ([]*testenv.Redis, *redlock.Client) {
 	rdbs := make([]redis.UniversalClient, len(rs))
 	for i, r := range rs {
 		t.Cleanup(func() { _ = r.Resume() })
-		rdbs[i] = ctxClient(t, r.Addr())
+		rdbs[i] = testenv.CtxClient(t, r.Addr(), 5)
 	}
 	c := newLocker(t, rdbs, redlock.WithNodeTimeout(slowNodeTimeout))
 	l, err := c.TryAcquire(t.Context(), name(t), time.Minute)
@@ -110,25 +66,6 @@ func fault(t *testing.T, how string, rs []*testenv.Redis, idx ...int) {
 			t.Fatalf("unknown fault %q", how)
 		}
 	}
-}
-
-// withDeadline calls f with a context that ends after callDeadline, logs
-// how long f took and fails the test (without stopping it) when f returned
-// more than deadlineMargin after the deadline.
-func withDeadline(t *testing.T, what string, f func(ctx context.Context) error) error {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), callDeadline)
-	defer cancel()
-	start := time.Now()
-	err := f(ctx)
-	took := time.Since(start)
-	t.Logf("%s: returned after %v (deadline %v, overshoot %v); err: %v",
-		what, took.Round(time.Millisecond), callDeadline, max(took-callDeadline, 0).Round(time.Millisecond), err)
-	if took > callDeadline+deadlineMargin {
-		t.Errorf("%s outlived its context: returned after %v, more than the %v deadline + %v margin",
-			what, took.Round(time.Millisecond), callDeadline, deadlineMargin)
-	}
-	return err
 }
 
 // acquireErr checks the error of an acquire that the deadline ended.
@@ -174,7 +111,7 @@ func TestAcquireDeadlineClosedPorts(t *testing.T) {
 		t.Run(a.name, func(t *testing.T) {
 			t.Parallel()
 			c := newLocker(t, closedNodes(t, 3, 5), redlock.WithNodeTimeout(slowNodeTimeout))
-			err := withDeadline(t, a.name, func(ctx context.Context) error {
+			err := testenv.WithinDeadline(t, a.name, func(ctx context.Context) error {
 				_, err := a.f(c, ctx, name(t), time.Minute)
 				return err
 			})
@@ -193,7 +130,7 @@ func TestAcquireDeadlineRefusedInTime(t *testing.T) {
 		t.Run(a.name, func(t *testing.T) {
 			t.Parallel()
 			c := newLocker(t, closedNodes(t, 3, 1), redlock.WithNodeTimeout(slowNodeTimeout))
-			err := withDeadline(t, a.name, func(ctx context.Context) error {
+			err := testenv.WithinDeadline(t, a.name, func(ctx context.Context) error {
 				_, err := a.f(c, ctx, name(t), time.Minute)
 				return err
 			})
@@ -221,7 +158,7 @@ func TestAcquireDeadlinePausedMajority(t *testing.T) {
 			t.Parallel()
 			rs, c := ctxNodes(t)
 			fault(t, "paused", rs, 1, 2)
-			err := withDeadline(t, a.name, func(ctx context.Context) error {
+			err := testenv.WithinDeadline(t, a.name, func(ctx context.Context) error {
 				_, err := a.f(c, ctx, name(t), time.Minute)
 				return err
 			})
@@ -240,7 +177,7 @@ func TestAcquireDeadlineHeld(t *testing.T) {
 	require.NoError(t, err)
 	defer holder.Release(context.Background())
 
-	err = withDeadline(t, "Acquire", func(ctx context.Context) error {
+	err = testenv.WithinDeadline(t, "Acquire", func(ctx context.Context) error {
 		_, err := c.Acquire(ctx, n, time.Minute)
 		return err
 	})
@@ -258,7 +195,7 @@ func TestRefreshDeadline(t *testing.T) {
 			l, err := c.TryAcquire(t.Context(), name(t), time.Minute)
 			require.NoError(t, err)
 			fault(t, how, rs, 1, 2)
-			err = withDeadline(t, "Refresh", func(ctx context.Context) error {
+			err = testenv.WithinDeadline(t, "Refresh", func(ctx context.Context) error {
 				return l.Refresh(ctx, time.Minute)
 			})
 			require.Error(t, err)
@@ -283,7 +220,7 @@ func TestRefreshDeadlineLost(t *testing.T) {
 		rdb.Close()
 	}
 	fault(t, "paused", rs, 2)
-	err = withDeadline(t, "Refresh", func(ctx context.Context) error {
+	err = testenv.WithinDeadline(t, "Refresh", func(ctx context.Context) error {
 		return l.Refresh(ctx, time.Minute)
 	})
 	assert.ErrorIs(t, err, redlock.ErrLost)
@@ -301,7 +238,7 @@ func TestReleaseDeadline(t *testing.T) {
 			l, err := c.TryAcquire(t.Context(), name(t), time.Minute)
 			require.NoError(t, err)
 			fault(t, how, rs, 1, 2)
-			err = withDeadline(t, "Release", func(ctx context.Context) error {
+			err = testenv.WithinDeadline(t, "Release", func(ctx context.Context) error {
 				return l.Release(ctx)
 			})
 			require.Error(t, err)
@@ -321,7 +258,7 @@ func TestDeadlineLostReplyReleased(t *testing.T) {
 	rs, c := ctxNodes(t)
 	n := name(t)
 	fault(t, "paused", rs, 1, 2)
-	ctx, cancel := context.WithTimeout(t.Context(), callDeadline)
+	ctx, cancel := context.WithTimeout(t.Context(), testenv.CallDeadline)
 	start := time.Now()
 	_, err := c.TryAcquire(ctx, n, time.Minute) // how long it takes is for the other tests
 	cancel()
