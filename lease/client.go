@@ -10,9 +10,11 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fencelock/fencelock/fence"
+	"github.com/fencelock/fencelock/internal/emit"
 	"github.com/fencelock/fencelock/internal/isnil"
 	"github.com/fencelock/fencelock/internal/lifetime"
 	"github.com/fencelock/fencelock/internal/script"
+	"github.com/fencelock/fencelock/observe"
 )
 
 // Client hands out leases on one Redis deployment: a standalone server, a
@@ -56,18 +58,33 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Client, error) {
 // it, the error wraps ErrNotAcquired (and is a *HeldError telling for how
 // much longer).
 func (c *Client) TryAcquire(ctx context.Context, name string, ttl time.Duration, opts ...AcquireOption) (*Lease, error) {
-	req, err := c.newRequest(name, ttl, opts)
-	if err != nil {
-		return nil, err
+	return c.observed(ctx, name, ttl, false, func(ctx context.Context, p *emit.Progress) (*Lease, error) {
+		req, err := c.newRequest(name, ttl, opts)
+		if err != nil {
+			return nil, err
+		}
+		p.Attempts++
+		l, res, err := c.try(ctx, req)
+		if err != nil {
+			return nil, err
+		}
+		if l == nil {
+			return nil, &HeldError{Name: name, Remaining: res.PTTL}
+		}
+		return l, nil
+	})
+}
+
+// observed runs an acquire and reports it to the client's hooks.
+func (c *Client) observed(ctx context.Context, name string, ttl time.Duration, waiting bool,
+	run func(context.Context, *emit.Progress) (*Lease, error),
+) (*Lease, error) {
+	var h *observe.Hooks
+	if c != nil {
+		h = c.cfg.hooks
 	}
-	l, res, err := c.try(ctx, req)
-	if err != nil {
-		return nil, err
-	}
-	if l == nil {
-		return nil, &HeldError{Name: name, Remaining: res.PTTL}
-	}
-	return l, nil
+	e := observe.AcquireStart{Kind: observe.KindLease, Name: name, TTL: ttl, Waiting: waiting}
+	return emit.Acquire(h, ctx, e, ErrNotAcquired, run)
 }
 
 // HeldError is returned by TryAcquire when another holder has the lock. It

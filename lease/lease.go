@@ -8,6 +8,7 @@ import (
 	"github.com/fencelock/fencelock/fence"
 	"github.com/fencelock/fencelock/internal/lifetime"
 	"github.com/fencelock/fencelock/internal/script"
+	"github.com/fencelock/fencelock/observe"
 )
 
 // Interface is what every lease satisfies: *Lease (one Redis) and
@@ -62,7 +63,8 @@ func newLease(c *Client, req request, tok fence.Token, start time.Time) *Lease {
 // lifeConfig is the lifetime configuration of a lease of this client.
 func (c *Client) lifeConfig(ttl, keepAlive time.Duration) lifetime.Config {
 	return lifetime.Config{Lost: ErrLost, Released: ErrReleased, Invalid: ErrInvalid,
-		DriftFactor: c.cfg.driftFactor, TTL: ttl, KeepAlive: keepAlive}
+		DriftFactor: c.cfg.driftFactor, TTL: ttl, KeepAlive: keepAlive,
+		Hooks: c.cfg.hooks, Kind: observe.KindLease}
 }
 
 // Token returns the fencing token of this acquisition (or of its last

@@ -7,6 +7,7 @@ import (
 
 	"github.com/fencelock/fencelock/fence"
 	"github.com/fencelock/fencelock/internal/lifetime"
+	"github.com/fencelock/fencelock/observe"
 )
 
 // Option configures a Client.
@@ -21,6 +22,7 @@ type config struct {
 	counterTTL  time.Duration
 	replicas    int           // replica acknowledgement: 0 is off
 	ackTimeout  time.Duration // how long WAIT may block
+	hooks       *observe.Hooks
 }
 
 func defaultConfig() config {
@@ -109,6 +111,20 @@ func WithReplicaAck(replicas int, timeout time.Duration) Option {
 			return fmt.Errorf("%w: replica ack %d within %v", ErrInvalid, replicas, timeout)
 		}
 		c.replicas, c.ackTimeout = replicas, timeout
+		return nil
+	}
+}
+
+// WithHooks reports the client's acquires and its leases' refreshes,
+// losses and releases to h (see package observe; the nested module
+// extra/fenceotel makes OpenTelemetry metrics and spans of them). A nil h
+// is invalid. The default is no hooks.
+func WithHooks(h *observe.Hooks) Option {
+	return func(c *config) error {
+		if h == nil {
+			return fmt.Errorf("%w: nil hooks", ErrInvalid)
+		}
+		c.hooks = h
 		return nil
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/fencelock/fencelock/internal/emit"
 	"github.com/fencelock/fencelock/internal/lifetime"
 )
 
@@ -21,10 +22,19 @@ import (
 // An I/O error from Redis is returned at once rather than retried, so a
 // waiter never hangs on a server that is gone.
 func (c *Client) Acquire(ctx context.Context, name string, ttl time.Duration, opts ...AcquireOption) (*Lease, error) {
-	req, err := c.newRequest(name, ttl, opts)
-	if err != nil {
-		return nil, err
-	}
+	return c.observed(ctx, name, ttl, true, func(ctx context.Context, p *emit.Progress) (*Lease, error) {
+		req, err := c.newRequest(name, ttl, opts)
+		if err != nil {
+			return nil, err
+		}
+		return c.wait(ctx, req, p)
+	})
+}
+
+// wait is Acquire once the request is valid.
+func (c *Client) wait(ctx context.Context, req request, p *emit.Progress) (*Lease, error) {
+	name := req.name
+	p.Attempts++
 	l, res, err := c.try(ctx, req)
 	if l != nil || err != nil {
 		return l, err
@@ -43,10 +53,12 @@ func (c *Client) Acquire(ctx context.Context, name string, ttl time.Duration, op
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for {
+		p.Attempts++
 		l, res, err = c.try(ctx, req)
 		if l != nil || err != nil {
 			return l, err
 		}
+		p.Handoff = false
 		wait := jitter(backoff)
 		if res.PTTL > 0 && res.PTTL+time.Millisecond < wait {
 			wait = res.PTTL + time.Millisecond
@@ -59,6 +71,7 @@ func (c *Client) Acquire(ctx context.Context, name string, ttl time.Duration, op
 			return nil, notAcquired(ctx, name, nil)
 		case <-wake:
 			backoff = c.cfg.minBackoff
+			p.Handoff = true
 		case <-timer.C:
 		}
 		if !timer.Stop() {

@@ -4,8 +4,11 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/fencelock/fencelock/fence"
+	"github.com/fencelock/fencelock/internal/emit"
+	"github.com/fencelock/fencelock/observe"
 )
 
 // Memory is a verifier for resources that live inside one process: a map, a
@@ -17,6 +20,10 @@ import (
 // use. Its methods are safe for concurrent use. It keeps one small entry per
 // resource it has accepted a token for and never drops them.
 type Memory struct {
+	// Hooks, when set before first use, receive every token the verifier
+	// accepts or refuses (verifier "memory"; see package observe).
+	Hooks *observe.Hooks
+
 	locks keyLock // serializes Claim and Do per resource
 
 	mu   sync.Mutex
@@ -54,12 +61,15 @@ func (m *Memory) Do(ctx context.Context, resource string, tok fence.Token, write
 }
 
 // do is Do with an optional write.
-func (m *Memory) do(ctx context.Context, resource string, tok fence.Token, write func() error) error {
+func (m *Memory) do(ctx context.Context, resource string, tok fence.Token, write func() error) (err error) {
 	switch {
 	case m == nil:
 		return fmt.Errorf("%w: nil *Memory", ErrInvalid)
 	case ctx == nil:
 		return fmt.Errorf("%w: nil context", ErrInvalid)
+	}
+	if m.Hooks != nil {
+		defer func(start time.Time) { emit.Verified(m.Hooks, ctx, "memory", resource, tok, start, err) }(time.Now())
 	}
 	if err := ValidateClaim(resource, tok); err != nil {
 		return err

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/fencelock/fencelock/fence"
+	"github.com/fencelock/fencelock/internal/emit"
+	"github.com/fencelock/fencelock/observe"
 )
 
 // Backend is what a lease kind does on its servers.
@@ -42,6 +44,10 @@ type Config struct {
 	KeepAlive time.Duration
 	// TTL is the ttl the keep-alive refreshes with.
 	TTL time.Duration
+	// Hooks receive the lease's events (refresh, loss, release); Kind
+	// names the lease kind in them. Nil Hooks report nothing.
+	Hooks *observe.Hooks
+	Kind  observe.Kind
 }
 
 // Life is one lease's lifetime. Its methods are safe for concurrent use.
@@ -53,6 +59,8 @@ type Life struct {
 	// select on the caller's context, so that waiting for it cannot
 	// outlive that context either.
 	op chan struct{}
+
+	started time.Time // the start of the acquire
 
 	mu       sync.Mutex
 	released bool
@@ -66,7 +74,7 @@ type Life struct {
 // Start begins the lifetime of a lease whose acquire started at start with
 // ttl. It starts the keep-alive when cfg asks for one.
 func Start(b Backend, tok fence.Token, start time.Time, ttl time.Duration, cfg Config) *Life {
-	l := &Life{b: b, cfg: cfg, tok: tok, op: make(chan struct{}, 1)}
+	l := &Life{b: b, cfg: cfg, tok: tok, op: make(chan struct{}, 1), started: start}
 	l.ctx, l.cancel = context.WithCancelCause(context.Background())
 	l.deadline = start.Add(ttl - Drift(ttl, cfg.DriftFactor))
 	// Under the lock: a deadline already past fires expire at once, and
@@ -116,6 +124,18 @@ func (l *Life) Held() bool {
 // Refresh validates ttl, asks the backend to extend the lock and moves the
 // deadline to the start of the refresh + ttl − drift.
 func (l *Life) Refresh(ctx context.Context, ttl time.Duration) error {
+	return l.refresh(ctx, ttl, false)
+}
+
+// refresh is Refresh, reported as the keep-alive's when keepAlive is set.
+func (l *Life) refresh(ctx context.Context, ttl time.Duration, keepAlive bool) (err error) {
+	if ctx != nil && l.cfg.Hooks != nil {
+		start := time.Now()
+		defer func() {
+			emit.Refreshed(l.cfg.Hooks, ctx, observe.Refreshed{Kind: l.cfg.Kind, Token: l.Token(), TTL: ttl,
+				Took: time.Since(start), KeepAlive: keepAlive, Err: err})
+		}()
+	}
 	if err := CheckTTL(ttl, l.cfg.DriftFactor); err != nil {
 		return fmt.Errorf("%w: %w", l.cfg.Invalid, err)
 	}
@@ -131,7 +151,7 @@ func (l *Life) Refresh(ctx context.Context, ttl time.Duration) error {
 	}
 	start := time.Now()
 	cctx, stop := l.bound(ctx)
-	err := l.b.Refresh(cctx, ttl)
+	err = l.b.Refresh(cctx, ttl)
 	stop()
 	if err != nil {
 		return l.fail(WithCtx(ctx, err))
@@ -167,6 +187,7 @@ func (l *Life) Release(ctx context.Context) error {
 	if again {
 		return nil
 	}
+	start := time.Now()
 	l.End(l.cfg.Released)
 	if err := l.lockOp(ctx); err != nil {
 		go func() {
@@ -174,10 +195,19 @@ func (l *Life) Release(ctx context.Context) error {
 			defer l.unlockOp()
 			_ = Detach(context.WithoutCancel(ctx), CleanupMin, CleanupMin, l.b.Release)
 		}()
+		l.reportRelease(ctx, start, err)
 		return err
 	}
 	defer l.unlockOp()
-	return WithCtx(ctx, l.b.Release(ctx))
+	err := WithCtx(ctx, l.b.Release(ctx))
+	l.reportRelease(ctx, start, err)
+	return err
+}
+
+// reportRelease reports the release that began at start.
+func (l *Life) reportRelease(ctx context.Context, start time.Time, err error) {
+	emit.Released(l.cfg.Hooks, ctx, observe.Released{Kind: l.cfg.Kind, Token: l.Token(),
+		Held: time.Since(l.started), Took: time.Since(start), Err: err})
 }
 
 // Reissue asks the backend for a new Seq above floor and makes it the
@@ -235,8 +265,7 @@ func (l *Life) live() error {
 		return err
 	}
 	if !time.Now().Before(l.deadline) {
-		l.timer.Stop()
-		l.cancel(fmt.Errorf("%w: %q: local deadline passed", l.cfg.Lost, l.tok.Key))
+		l.endLocked(fmt.Errorf("%w: %q: local deadline passed", l.cfg.Lost, l.tok.Key))
 		return context.Cause(l.ctx)
 	}
 	return nil
@@ -268,11 +297,22 @@ func (l *Life) fail(err error) error {
 func (l *Life) End(reason error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.endLocked(reason)
+}
+
+// endLocked ends the lease with reason unless it has ended, and reports a
+// loss (any reason but Released) from a goroutine of its own, since hooks
+// must not run under l.mu.
+func (l *Life) endLocked(reason error) {
 	if l.ctx.Err() != nil {
 		return
 	}
 	l.timer.Stop()
 	l.cancel(reason)
+	if reason != l.cfg.Released && l.cfg.Hooks != nil && l.cfg.Hooks.Lost != nil {
+		e := observe.Lost{Kind: l.cfg.Kind, Token: l.tok, Held: time.Since(l.started), Err: reason}
+		go emit.Lost(l.cfg.Hooks, e)
+	}
 }
 
 func (l *Life) errLocked() error {
@@ -293,7 +333,7 @@ func (l *Life) expire() {
 		l.timer.Reset(d)
 		return
 	}
-	l.cancel(fmt.Errorf("%w: %q: local deadline passed", l.cfg.Lost, l.tok.Key))
+	l.endLocked(fmt.Errorf("%w: %q: local deadline passed", l.cfg.Lost, l.tok.Key))
 }
 
 // keepAlive refreshes every period until the lease ends. Each refresh is
@@ -313,7 +353,7 @@ func (l *Life) keepAlive(ttl, every time.Duration) {
 			bound = d
 		}
 		rctx, cancel := context.WithDeadline(l.ctx, bound)
-		_ = l.Refresh(rctx, ttl) // a loss ends the lease; other failures retry next tick
+		_ = l.refresh(rctx, ttl, true) // a loss ends the lease; other failures retry next tick
 		cancel()
 	}
 }

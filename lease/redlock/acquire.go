@@ -11,8 +11,10 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/fencelock/fencelock/fence"
+	"github.com/fencelock/fencelock/internal/emit"
 	"github.com/fencelock/fencelock/internal/lifetime"
 	"github.com/fencelock/fencelock/internal/script"
+	"github.com/fencelock/fencelock/observe"
 )
 
 // TryAcquire makes one attempt to take the lock name for ttl: it runs the
@@ -33,12 +35,27 @@ import (
 // at most the node timeout, and when so many nodes refused or failed that
 // no majority is left, TryAcquire stops waiting for the rest.
 func (c *Client) TryAcquire(ctx context.Context, name string, ttl time.Duration, opts ...AcquireOption) (*Lease, error) {
-	ac, err := c.request(ctx, name, ttl, opts)
-	if err != nil {
-		return nil, err
+	return c.observed(ctx, name, ttl, false, func(ctx context.Context, p *emit.Progress) (*Lease, error) {
+		ac, err := c.request(ctx, name, ttl, opts)
+		if err != nil {
+			return nil, err
+		}
+		p.Attempts++
+		l, _, err := c.try(ctx, name, ttl, ac)
+		return l, err
+	})
+}
+
+// observed runs an acquire and reports it to the client's hooks.
+func (c *Client) observed(ctx context.Context, name string, ttl time.Duration, waiting bool,
+	run func(context.Context, *emit.Progress) (*Lease, error),
+) (*Lease, error) {
+	var h *observe.Hooks
+	if c != nil {
+		h = c.cfg.hooks
 	}
-	l, _, err := c.try(ctx, name, ttl, ac)
-	return l, err
+	e := observe.AcquireStart{Kind: observe.KindRedlock, Name: name, TTL: ttl, Waiting: waiting}
+	return emit.Acquire(h, ctx, e, ErrNotAcquired, run)
 }
 
 // request validates an acquisition before any I/O.
@@ -67,18 +84,27 @@ func (c *Client) request(ctx context.Context, name string, ttl time.Duration, op
 // lock service is unavailable and Acquire returns that error at once instead
 // of waiting, as the lease does on an I/O error.
 func (c *Client) Acquire(ctx context.Context, name string, ttl time.Duration, opts ...AcquireOption) (*Lease, error) {
-	ac, err := c.request(ctx, name, ttl, opts)
-	if err != nil {
-		return nil, err
-	}
+	return c.observed(ctx, name, ttl, true, func(ctx context.Context, p *emit.Progress) (*Lease, error) {
+		ac, err := c.request(ctx, name, ttl, opts)
+		if err != nil {
+			return nil, err
+		}
+		return c.wait(ctx, name, ttl, ac, p)
+	})
+}
+
+// wait is Acquire once the request is valid.
+func (c *Client) wait(ctx context.Context, name string, ttl time.Duration, ac acquireConfig, p *emit.Progress) (*Lease, error) {
 	var wake *wakeup
 	defer func() { wake.close() }()
 	for attempt := 0; ; attempt++ {
 		wake.drain()
+		p.Attempts++
 		l, miss, err := c.try(ctx, name, ttl, ac)
 		if l != nil {
 			return l, nil
 		}
+		p.Handoff = false
 		if lifetime.Ended(ctx) != nil || miss.unavailable {
 			return nil, err // try joined ctx.Err()
 		}
@@ -94,9 +120,11 @@ func (c *Client) Acquire(ctx context.Context, name string, ttl time.Duration, op
 		if miss.freeIn > 0 && miss.freeIn < wait {
 			wait = miss.freeIn + time.Millisecond
 		}
-		if werr := wake.wait(ctx, wait, c.cfg.minBackoff, miss.busy); werr != nil {
+		woken, werr := wake.wait(ctx, wait, c.cfg.minBackoff, miss.busy)
+		if werr != nil {
 			return nil, errors.Join(err, werr)
 		}
+		p.Handoff = woken
 	}
 }
 

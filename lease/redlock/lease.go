@@ -10,6 +10,7 @@ import (
 	"github.com/fencelock/fencelock/internal/lifetime"
 	"github.com/fencelock/fencelock/internal/script"
 	"github.com/fencelock/fencelock/lease"
+	"github.com/fencelock/fencelock/observe"
 )
 
 var _ lease.Interface = (*Lease)(nil)
@@ -27,7 +28,8 @@ type Lease struct {
 func newLease(c *Client, k script.Keys, tok fence.Token, start time.Time, ttl time.Duration, ac acquireConfig) *Lease {
 	b := &backend{c: c, keys: k, tok: tok}
 	cfg := lifetime.Config{Lost: ErrLost, Released: ErrReleased, Invalid: ErrInvalid,
-		DriftFactor: c.cfg.driftFactor, TTL: ttl, KeepAlive: ac.interval}
+		DriftFactor: c.cfg.driftFactor, TTL: ttl, KeepAlive: ac.interval,
+		Hooks: c.cfg.hooks, Kind: observe.KindRedlock}
 	l := &Lease{life: lifetime.Start(b, tok, start, ttl, cfg)}
 	b.life = l.life
 	return l

@@ -6,6 +6,7 @@ import (
 
 	"github.com/fencelock/fencelock/fence"
 	"github.com/fencelock/fencelock/internal/lifetime"
+	"github.com/fencelock/fencelock/observe"
 )
 
 // Defaults of the options.
@@ -37,6 +38,7 @@ type config struct {
 	clockFloor             bool
 	minBackoff, maxBackoff time.Duration
 	wakeup                 bool
+	hooks                  *observe.Hooks
 }
 
 func defaultConfig() config {
@@ -154,6 +156,20 @@ func WithBackoff(min, max time.Duration) Option {
 // remaining ttls alone. The default is on.
 func WithWakeup(on bool) Option {
 	return func(c *config) error { c.wakeup = on; return nil }
+}
+
+// WithHooks reports the client's acquires and its leases' refreshes,
+// losses and releases to h, as the lease's option of the same name does
+// (events carry observe.KindRedlock). A nil h is invalid. The default is no
+// hooks.
+func WithHooks(h *observe.Hooks) Option {
+	return func(c *config) error {
+		if h == nil {
+			return invalid("nil hooks")
+		}
+		c.hooks = h
+		return nil
+	}
 }
 
 // AcquireOption configures one acquisition. Options check their arguments;

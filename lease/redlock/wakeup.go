@@ -71,23 +71,24 @@ func (w *wakeup) drain() {
 const maxWakeJitter = 2 * time.Millisecond
 
 // wait blocks for d, or until a node in watch publishes a release (then for
-// a random extra up to jitter, so that the woken waiters do not all collide),
-// or until ctx ends, which it returns as ctx.Err(). Releases from the other
-// nodes are ignored: they are the failed attempt's own releases, on the
-// nodes that had granted it. w may be nil: then only d and ctx count.
-func (w *wakeup) wait(ctx context.Context, d, jitter time.Duration, watch []bool) error {
+// a random extra up to jitter, so that the woken waiters do not all collide;
+// woken is then true), or until ctx ends, which it returns as ctx.Err().
+// Releases from the other nodes are ignored: they are the failed attempt's
+// own releases, on the nodes that had granted it. w may be nil: then only d
+// and ctx count.
+func (w *wakeup) wait(ctx context.Context, d, jitter time.Duration, watch []bool) (woken bool, err error) {
 	var wake <-chan int
 	if w != nil {
 		wake = w.c
 	}
 	t := time.NewTimer(d)
 	defer t.Stop()
-	for woken := false; !woken; {
+	for !woken {
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
+			return false, ctx.Err()
 		case <-t.C:
-			return nil
+			return false, nil
 		case i := <-wake:
 			woken = watch[i]
 		}
@@ -98,8 +99,8 @@ func (w *wakeup) wait(ctx context.Context, d, jitter time.Duration, watch []bool
 	t.Reset(rand.N(min(jitter, maxWakeJitter) + 1))
 	select {
 	case <-ctx.Done():
-		return ctx.Err()
+		return false, ctx.Err()
 	case <-t.C:
-		return nil
+		return true, nil
 	}
 }

@@ -7,11 +7,14 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/fencelock/fencelock/fence"
+	"github.com/fencelock/fencelock/internal/emit"
 	"github.com/fencelock/fencelock/internal/isnil"
+	"github.com/fencelock/fencelock/observe"
 	"github.com/fencelock/fencelock/verifier"
 )
 
@@ -45,6 +48,21 @@ type Option func(*config) error
 
 type config struct {
 	table pgx.Identifier
+	hooks *observe.Hooks
+}
+
+// WithHooks reports every token the verifier accepts or refuses (Claim,
+// Guard, WithTx and Exec, once each) to h's Verified function (verifier
+// "postgres"; see package observe). A nil h is invalid. The default is no
+// hooks.
+func WithHooks(h *observe.Hooks) Option {
+	return func(c *config) error {
+		if h == nil {
+			return invalid("nil hooks")
+		}
+		c.hooks = h
+		return nil
+	}
 }
 
 // WithTable sets the high-water table, as one name or as schema and name
@@ -79,6 +97,7 @@ type Verifier struct {
 	table      string // quoted
 	guardSQL   string
 	highestSQL string
+	hooks      *observe.Hooks
 }
 
 var _ verifier.Verifier = (*Verifier)(nil)
@@ -114,6 +133,7 @@ func New(db DB, opts ...Option) (*Verifier, error) {
 		table:      table,
 		guardSQL:   strings.ReplaceAll(guardSQL, "{{table}}", table),
 		highestSQL: strings.ReplaceAll(highestSQL, "{{table}}", table),
+		hooks:      c.hooks,
 	}, nil
 }
 
@@ -157,10 +177,23 @@ func (v *Verifier) usable(ctx context.Context) error {
 // unchanged in the chain (errors.As with *pgconn.PgError works), and then
 // the transaction is aborted. A nil or typed-nil q returns an error
 // wrapping [ErrInvalid].
-func (v *Verifier) Guard(ctx context.Context, q Querier, resource string, tok fence.Token) error {
+func (v *Verifier) Guard(ctx context.Context, q Querier, resource string, tok fence.Token) (err error) {
 	if err := v.usable(ctx); err != nil {
 		return err
 	}
+	defer v.report(ctx, resource, tok, time.Now(), &err)
+	return v.guard(ctx, q, resource, tok)
+}
+
+// report tells the hooks, if any, how a check that began at start ended.
+func (v *Verifier) report(ctx context.Context, resource string, tok fence.Token, start time.Time, err *error) {
+	if v.hooks != nil {
+		emit.Verified(v.hooks, ctx, "postgres", resource, tok, start, *err)
+	}
+}
+
+// guard is Guard once v and ctx are known to be usable.
+func (v *Verifier) guard(ctx context.Context, q Querier, resource string, tok fence.Token) error {
 	if isnil.Nil(q) {
 		return invalid("Guard: nil Querier")
 	}

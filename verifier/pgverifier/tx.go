@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -29,10 +30,11 @@ import (
 // raised high-water are then both in or both out, never one without the
 // other. A nil fn returns an error wrapping [ErrInvalid], and nothing is
 // claimed.
-func (v *Verifier) WithTx(ctx context.Context, resource string, tok fence.Token, fn func(tx pgx.Tx) error) error {
+func (v *Verifier) WithTx(ctx context.Context, resource string, tok fence.Token, fn func(tx pgx.Tx) error) (err error) {
 	if err := v.usable(ctx); err != nil {
 		return err
 	}
+	defer v.report(ctx, resource, tok, time.Now(), &err)
 	if fn == nil {
 		return invalid("WithTx: nil function")
 	}
@@ -46,7 +48,7 @@ func (v *Verifier) WithTx(ctx context.Context, resource string, tok fence.Token,
 	// After a commit this is a no-op (pgx.ErrTxClosed). On a broken
 	// connection it fails too, and the server rolls back by itself.
 	defer tx.Rollback(context.WithoutCancel(ctx))
-	if err := v.Guard(ctx, tx, resource, tok); err != nil {
+	if err := v.guard(ctx, tx, resource, tok); err != nil {
 		return err
 	}
 	if err := fn(tx); err != nil {
@@ -70,10 +72,11 @@ func (v *Verifier) WithTx(ctx context.Context, resource string, tok fence.Token,
 // the resource's high-water row is locked (claim before read). When tok is
 // rejected, sql's effects are rolled back and Exec returns a
 // *verifier.StaleError; when sql fails, the high-water stays where it was.
-func (v *Verifier) Exec(ctx context.Context, resource string, tok fence.Token, sql string, args ...any) (pgconn.CommandTag, error) {
+func (v *Verifier) Exec(ctx context.Context, resource string, tok fence.Token, sql string, args ...any) (_ pgconn.CommandTag, err error) {
 	if err := v.usable(ctx); err != nil {
 		return pgconn.CommandTag{}, err
 	}
+	defer v.report(ctx, resource, tok, time.Now(), &err)
 	if err := verifier.ValidateClaim(resource, tok); err != nil {
 		return pgconn.CommandTag{}, err
 	}

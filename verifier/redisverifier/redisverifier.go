@@ -12,7 +12,9 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fencelock/fencelock/fence"
+	"github.com/fencelock/fencelock/internal/emit"
 	"github.com/fencelock/fencelock/internal/isnil"
+	"github.com/fencelock/fencelock/observe"
 	"github.com/fencelock/fencelock/verifier"
 )
 
@@ -40,6 +42,20 @@ type Option func(*config) error
 
 type config struct {
 	prefix string
+	hooks  *observe.Hooks
+}
+
+// WithHooks reports every token the verifier accepts or refuses to h's
+// Verified function (verifier "redis"; see package observe). A nil h is
+// invalid. The default is no hooks.
+func WithHooks(h *observe.Hooks) Option {
+	return func(c *config) error {
+		if h == nil {
+			return invalid("nil hooks")
+		}
+		c.hooks = h
+		return nil
+	}
 }
 
 // WithPrefix sets the prefix of the high-water keys: the high-water of
@@ -64,6 +80,7 @@ func WithPrefix(prefix string) Option {
 type Verifier struct {
 	rdb    redis.Scripter
 	prefix string
+	hooks  *observe.Hooks
 }
 
 var _ verifier.Verifier = (*Verifier)(nil)
@@ -89,7 +106,7 @@ func New(rdb redis.Scripter, opts ...Option) (*Verifier, error) {
 			return nil, err
 		}
 	}
-	return &Verifier{rdb: rdb, prefix: c.prefix}, nil
+	return &Verifier{rdb: rdb, prefix: c.prefix, hooks: c.hooks}, nil
 }
 
 // usable returns an error wrapping ErrInvalid if v was not made by New or
@@ -172,10 +189,18 @@ func (v *Verifier) Highest(ctx context.Context, resource string) (seq uint64, ho
 
 // run executes a fenced script: KEYS = [high-water, keys...], ARGV = [seq,
 // holder, args...]. It returns the script's result on acceptance.
-func (v *Verifier) run(ctx context.Context, s *redis.Script, resource string, tok fence.Token, keys []string, args ...any) (any, error) {
+func (v *Verifier) run(ctx context.Context, s *redis.Script, resource string, tok fence.Token, keys []string, args ...any) (reply any, err error) {
 	if err := v.usable(ctx); err != nil {
 		return nil, err
 	}
+	if v.hooks != nil {
+		defer func(start time.Time) { emit.Verified(v.hooks, ctx, "redis", resource, tok, start, err) }(time.Now())
+	}
+	return v.check(ctx, s, resource, tok, keys, args...)
+}
+
+// check is run once v and ctx are known to be usable.
+func (v *Verifier) check(ctx context.Context, s *redis.Script, resource string, tok fence.Token, keys []string, args ...any) (any, error) {
 	if err := verifier.ValidateClaim(resource, tok); err != nil {
 		return nil, err
 	}
