@@ -112,29 +112,35 @@ func (c *Client) keys(name string) script.Keys { return script.KeysFor(c.cfg.pre
 // Advance lifts the lock's counter to at least floor on every node (atomic
 // max), e.g. after a verifier rejected a token and reported the storage's
 // highest Seq, so that the next acquisition gets a larger one. It succeeds
-// when a majority of nodes took it; the errors of the others are returned
-// otherwise, joined.
-func (c *Client) Advance(ctx context.Context, name string, floor uint64) error {
+// when a majority of nodes took it, and returns, as the lease's Advance
+// does, a counter value that the next token is greater than (under quorum
+// fencing): the smallest counter among the nodes that took it, since any
+// later majority shares a node with them. When fewer than a majority took
+// it, the errors of the others are returned, joined.
+func (c *Client) Advance(ctx context.Context, name string, floor uint64) (uint64, error) {
 	if c == nil || len(c.nodes) == 0 || ctx == nil {
-		return invalid("nil client or context")
+		return 0, invalid("nil client or context")
 	}
 	if err := fence.ValidateKey(name); err != nil {
-		return fmt.Errorf("%w: %w", ErrInvalid, err)
+		return 0, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	if floor >= fence.MaxSeq {
-		return invalid("floor %d leaves no room below 2^53-1", floor)
+		return 0, invalid("floor %d leaves no room below 2^53-1", floor)
 	}
 	k := c.keys(name)
 	rs := fanout(ctx, c.nodes, c.cfg.nodeTimeout, advanceOp(k, floor), nil)
-	ok := 0
+	ok, low := 0, uint64(0)
 	for _, r := range rs {
 		if r.err == nil {
+			if ok == 0 || r.val < low {
+				low = r.val
+			}
 			ok++
 		}
 	}
 	if ok < c.quorum {
-		return fmt.Errorf("redlock: advance %q to %d: %d of %d nodes, need %d: %w",
+		return 0, fmt.Errorf("redlock: advance %q to %d: %d of %d nodes, need %d: %w",
 			name, floor, ok, len(c.nodes), c.quorum, failed(rs))
 	}
-	return nil
+	return low, nil
 }

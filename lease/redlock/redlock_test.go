@@ -76,7 +76,8 @@ func TestAcquireRejectsBadInputWithoutIO(t *testing.T) {
 		_, err = c.Acquire(ctx, tc.name, tc.ttl, tc.opts...)
 		assert.ErrorIs(t, err, redlock.ErrInvalid, "%q %v", tc.name, tc.ttl)
 	}
-	assert.ErrorIs(t, c.Advance(ctx, "a}", 1), redlock.ErrInvalid)
+	_, err := c.Advance(ctx, "a}", 1)
+	assert.ErrorIs(t, err, redlock.ErrInvalid)
 }
 
 func TestAcquireRefreshRelease(t *testing.T) {
@@ -312,7 +313,9 @@ func TestAdvance(t *testing.T) {
 	ctx := ctxFor(t, 10*time.Second)
 	c := newLocker(t, sharedRDB, redlock.WithQuorumFencing(true))
 	n := name(t)
-	require.NoError(t, c.Advance(ctx, n, 1000))
+	counter, err := c.Advance(ctx, n, 1000)
+	require.NoError(t, err)
+	assert.Equal(t, uint64(1000), counter)
 	l, err := c.TryAcquire(ctx, n, time.Second)
 	require.NoError(t, err)
 	assert.Equal(t, uint64(1001), l.Token().Seq)

@@ -1,0 +1,208 @@
+//go:build unix
+
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/fencelock/fencelock/fence"
+	"github.com/fencelock/fencelock/lease"
+)
+
+// state is a lock's state on one Redis (or the Redlock majority's).
+type state struct {
+	Held    bool   `json:"held"`
+	Holder  string `json:"holder,omitempty"`
+	Token   string `json:"token,omitempty"` // text form, SEQ:HOLDER:KEY
+	Seq     uint64 `json:"seq,omitempty"`
+	TTLms   int64  `json:"ttl_ms"`
+	Counter uint64 `json:"counter"`           // LastSeq: the last Seq issued
+	Waiters *int64 `json:"waiters,omitempty"` // nil when not counted
+}
+
+func stateOf(info lease.Info, waiters int64) state {
+	s := state{Holder: info.Holder, Counter: info.LastSeq, Waiters: &waiters}
+	if info.Holder != "" {
+		s.Held = true
+		s.Token = info.Token.String()
+		s.Seq = info.Token.Seq
+		s.TTLms = info.TTL.Milliseconds()
+	}
+	return s
+}
+
+// view is what inspect prints.
+type view struct {
+	Name string `json:"name"`
+	Mode string `json:"mode"` // "single" or "redlock"
+	state
+	Quorum int        `json:"quorum,omitempty"`
+	Nodes  []nodeView `json:"nodes,omitempty"`
+	Error  string     `json:"error,omitempty"`
+}
+
+type nodeView struct {
+	Addr     string `json:"addr"`
+	Answered bool   `json:"answered"`
+	state
+	Error string `json:"error,omitempty"`
+}
+
+func (s state) fields() string {
+	var b strings.Builder
+	if s.Held {
+		fmt.Fprintf(&b, "holder=%s token=%s ttl=%v", s.Holder, s.Token, ms(s.TTLms))
+	} else {
+		b.WriteString("free")
+	}
+	fmt.Fprintf(&b, " counter=%d waiters=%s", s.Counter, waiters(s.Waiters))
+	return b.String()
+}
+
+func ms(n int64) time.Duration { return time.Duration(n) * time.Millisecond }
+
+func waiters(n *int64) string {
+	if n == nil {
+		return "?"
+	}
+	return fmt.Sprint(*n)
+}
+
+func (v view) print(w io.Writer) {
+	if v.Mode == "redlock" {
+		fmt.Fprintf(w, "lock      %s (redlock, quorum %d of %d)\n", v.Name, v.Quorum, len(v.Nodes))
+		fmt.Fprintf(w, "majority  %s\n", v.state.fields())
+		for _, n := range v.Nodes {
+			if n.Answered {
+				fmt.Fprintf(w, "node      %s %s", n.Addr, n.state.fields())
+				if n.Error != "" {
+					fmt.Fprintf(w, " error: %s", n.Error)
+				}
+				fmt.Fprintln(w)
+				continue
+			}
+			fmt.Fprintf(w, "node      %s error: %s\n", n.Addr, n.Error)
+		}
+		return
+	}
+	fmt.Fprintf(w, "lock      %s\n", v.Name)
+	if v.Held {
+		fmt.Fprintf(w, "holder    %s\ntoken     %s\nttl       %v\n", v.Holder, v.Token, ms(v.TTLms))
+	} else {
+		fmt.Fprintf(w, "holder    (free)\n")
+	}
+	fmt.Fprintf(w, "counter   %d\nwaiters   %s\n", v.Counter, waiters(v.Waiters))
+}
+
+func printJSON(w io.Writer, v any) {
+	b, _ := json.MarshalIndent(v, "", "  ")
+	fmt.Fprintf(w, "%s\n", b)
+}
+
+// inspect is the inspect command.
+func (g *globals) inspect(args []string) int {
+	fs := g.flagSet("inspect")
+	asJSON := fs.Bool("json", false, "print JSON")
+	pos, err := parseArgs(fs, args)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		return g.help()
+	case err != nil:
+		return g.usageError("inspect: %v", err)
+	case len(pos) != 1:
+		return g.usageError("inspect: want one lock NAME, got %d arguments", len(pos))
+	}
+	name := pos[0]
+	if err := fence.ValidateKey(name); err != nil {
+		return g.usageError("inspect: lock name: %v", err)
+	}
+	b, code := g.backend()
+	if b == nil {
+		return code
+	}
+	defer b.close()
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	v, err := b.inspect(ctx, name)
+	if err != nil && v.Name == "" {
+		return g.fail(exitFailure, "inspect %q: %v", name, err)
+	}
+	if err != nil {
+		v.Error = err.Error()
+	}
+	if *asJSON {
+		printJSON(g.stdout, v)
+	} else {
+		v.print(g.stdout)
+	}
+	if err != nil {
+		return g.fail(exitFailure, "inspect %q: %v", name, err)
+	}
+	return exitOK
+}
+
+// advance is the advance command.
+func (g *globals) advance(args []string) int {
+	fs := g.flagSet("advance")
+	asJSON := fs.Bool("json", false, "print JSON")
+	pos, err := parseArgs(fs, args)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		return g.help()
+	case err != nil:
+		return g.usageError("advance: %v", err)
+	case len(pos) != 2:
+		return g.usageError("advance: want NAME SEQ, got %d arguments", len(pos))
+	}
+	name := pos[0]
+	if err := fence.ValidateKey(name); err != nil {
+		return g.usageError("advance: lock name: %v", err)
+	}
+	floor, err := fence.ParseSeq(pos[1])
+	if err != nil || floor >= fence.MaxSeq {
+		return g.usageError("advance: SEQ %q: want a decimal number from 1 to 2^53-2", pos[1])
+	}
+	b, code := g.backend()
+	if b == nil {
+		return code
+	}
+	defer b.close()
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	n, err := b.advance(ctx, name, floor)
+	if err != nil {
+		if errors.Is(err, lease.ErrInvalid) {
+			return g.usageError("advance %q: %v", name, err)
+		}
+		return g.fail(exitFailure, "advance %q: %v", name, err)
+	}
+	if *asJSON {
+		printJSON(g.stdout, struct {
+			Name    string `json:"name"`
+			Counter uint64 `json:"counter"`
+		}{name, n})
+	} else {
+		fmt.Fprintln(g.stdout, n)
+	}
+	return exitOK
+}
+
+// backend connects, reporting a failure and its exit status.
+func (g *globals) backend() (backend, int) {
+	b, err := g.connect()
+	var bad *badURLError
+	switch {
+	case errors.As(err, &bad) || errors.Is(err, lease.ErrInvalid):
+		return nil, g.usageError("%v", err)
+	case err != nil:
+		return nil, g.fail(exitFailure, "%v", err)
+	}
+	return b, exitOK
+}

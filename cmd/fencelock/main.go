@@ -1,0 +1,187 @@
+//go:build unix
+
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Exit statuses; the package doc and the help text list them.
+const (
+	exitOK          = 0
+	exitFailure     = 1
+	exitUsage       = 2
+	exitNotAcquired = 3
+	exitLost        = 4
+)
+
+const (
+	defaultRedisURL = "redis://127.0.0.1:6379/0"
+	defaultPrefix   = "fencelock:"
+	// opTimeout bounds each Redis call that is not a wait for the lock.
+	opTimeout = 10 * time.Second
+)
+
+const usageText = `usage:
+  fencelock [global flags] run [--ttl D] [--wait D] [--grace D] NAME -- CMD [ARG...]
+  fencelock [global flags] inspect [--json] NAME
+  fencelock [global flags] advance [--json] NAME SEQ
+  fencelock help
+
+Commands:
+  run      take lock NAME (with keep-alive) and run CMD with the fencing token in its
+           environment: FENCE_TOKEN (SEQ:HOLDER:KEY), FENCE_KEY, FENCE_SEQ, FENCE_HOLDER.
+           SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 are forwarded to the
+           command's process group. If the lease is lost, the command gets SIGTERM, then
+           SIGKILL after --grace. The lock is released when the command exits.
+             --ttl D     lease ttl (default 30s); refreshed every ttl/3
+             --wait D    how long to wait for the lock (default 0: try once)
+             --grace D   SIGTERM to SIGKILL delay after a lost lease (default 10s)
+  inspect  print the lock's holder, token, remaining ttl, counter (last Seq) and waiters;
+           with Redlock, the majority's view and one line per node
+             --json      print JSON
+  advance  lift the lock's counter to at least SEQ and print the counter afterwards
+             --json      print JSON
+  help     print this help
+
+Global flags (before or after the command name):
+  --redis URL    Redis to use; repeatable or comma-separated (default: $REDIS_URL,
+                 else ` + defaultRedisURL + `). One URL:
+                   redis://[USER:PASS@]HOST[:PORT][/DB][?OPT]   standalone (rediss:// TLS)
+                   unix://[USER:PASS@]/PATH.sock[?db=N]         standalone, Unix socket
+                   redis+cluster://HOST:PORT[,HOST:PORT...]     Redis Cluster (rediss+cluster://)
+                   redis+sentinel://HOST:PORT[,...][/DB]?master_name=M[&password=P]
+                                                                Sentinel (rediss+sentinel://)
+                 Several URLs (odd, at least 3): Redlock over independent masters, with
+                 quorum fencing. OPT: go-redis URL options (dial_timeout=2s, ...).
+  --prefix P     prefix of the Redis keys and channel (default "` + defaultPrefix + `")
+
+Exit status:
+  run      the command's exit status when it ran and the lease held (128+N if it
+           died of signal N)
+  0        inspect, advance, help succeeded
+  1        other errors (Redis unreachable, command not found, ...)
+  2        usage error (bad flags or arguments)
+  3        run: lock held by another holder (not acquired within --wait)
+  4        run: lease lost while the command ran (the command was terminated)
+  128+N    run: fencelock got signal N while waiting for the lock
+fencelock's own failures are reported on stderr, prefixed "fencelock: " (a command's
+own status of 1 to 4 looks like fencelock's).
+`
+
+func main() {
+	// go-redis logs dial failures on its own; the errors fencelock reports
+	// carry them already.
+	redis.SetLogger(quietLogger{})
+	os.Exit(fencelock(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+type quietLogger struct{}
+
+func (quietLogger) Printf(context.Context, string, ...any) {}
+
+// globals are the flags every command takes.
+type globals struct {
+	redis  urlList
+	prefix string
+	stdout io.Writer
+	stderr io.Writer
+}
+
+// urlList is the repeatable --redis flag.
+type urlList []string
+
+func (u *urlList) String() string { return strings.Join(*u, ",") }
+
+func (u *urlList) Set(s string) error {
+	if strings.TrimSpace(s) == "" {
+		return errors.New("empty URL")
+	}
+	*u = append(*u, s)
+	return nil
+}
+
+// flagSet returns a flag set that also takes the global flags.
+func (g *globals) flagSet(name string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Var(&g.redis, "redis", "Redis URL")
+	fs.StringVar(&g.prefix, "prefix", g.prefix, "key prefix")
+	return fs
+}
+
+// usageError reports a usage error: the message and the usage, to stderr.
+func (g *globals) usageError(format string, args ...any) int {
+	fmt.Fprintf(g.stderr, "fencelock: "+format+"\n\n", args...)
+	fmt.Fprint(g.stderr, usageText)
+	return exitUsage
+}
+
+// fail reports an error that is not a usage error.
+func (g *globals) fail(code int, format string, args ...any) int {
+	fmt.Fprintf(g.stderr, "fencelock: "+format+"\n", args...)
+	return code
+}
+
+func (g *globals) help() int {
+	fmt.Fprint(g.stdout, usageText)
+	return exitOK
+}
+
+// fencelock runs the command line args and returns the exit status.
+func fencelock(args []string, stdout, stderr io.Writer) int {
+	g := &globals{prefix: defaultPrefix, stdout: stdout, stderr: stderr}
+	fs := g.flagSet("fencelock")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return g.help()
+		}
+		return g.usageError("%v", err)
+	}
+	rest := fs.Args()
+	if len(rest) == 0 {
+		return g.usageError("no command")
+	}
+	switch rest[0] {
+	case "help":
+		return g.help()
+	case "run":
+		return g.run(rest[1:])
+	case "inspect":
+		return g.inspect(rest[1:])
+	case "advance":
+		return g.advance(rest[1:])
+	}
+	return g.usageError("unknown command %q", rest[0])
+}
+
+// parseArgs parses flags interspersed with positional arguments (flag stops
+// at the first positional one) and returns the positional arguments. A "--"
+// ends the flags: what follows is positional.
+func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for len(args) > 0 {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		if len(rest) < len(args) && len(rest) > 0 && args[len(args)-len(rest)-1] == "--" {
+			return append(pos, rest...), nil
+		}
+		if len(rest) == 0 {
+			break
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+	return pos, nil
+}

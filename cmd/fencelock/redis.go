@@ -1,0 +1,328 @@
+//go:build unix
+
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/fencelock/fencelock/lease"
+	"github.com/fencelock/fencelock/lease/redlock"
+)
+
+// badURLError is a --redis or REDIS_URL value that cannot be used: a usage
+// error.
+type badURLError struct{ err error }
+
+func (e *badURLError) Error() string { return e.err.Error() }
+func (e *badURLError) Unwrap() error { return e.err }
+
+// splitURLs splits flag values (and REDIS_URL) into URLs. Values may hold
+// several URLs separated by commas; a comma-separated piece without "://"
+// is another host of the URL before it (redis+cluster://a:1,b:2).
+func splitURLs(vals []string) ([]string, error) {
+	var urls []string
+	for _, v := range vals {
+		for _, p := range strings.Split(v, ",") {
+			p = strings.TrimSpace(p)
+			switch {
+			case strings.Contains(p, "://"):
+				urls = append(urls, p)
+			case len(urls) == 0 || p == "":
+				return nil, &badURLError{fmt.Errorf("bad Redis URL list %q: want scheme://host:port,...", v)}
+			default:
+				urls[len(urls)-1] += "," + p
+			}
+		}
+	}
+	return urls, nil
+}
+
+// multiHost turns SCHEME://[userinfo@]H1,H2,...[/path][?query] into go-redis's
+// form with one host and the others as addr= query parameters.
+func multiHost(scheme, rest string) string {
+	end := strings.IndexAny(rest, "/?")
+	if end < 0 {
+		end = len(rest)
+	}
+	authority, tail := rest[:end], rest[end:]
+	userinfo := ""
+	if at := strings.LastIndex(authority, "@"); at >= 0 {
+		userinfo, authority = authority[:at+1], authority[at+1:]
+	}
+	hosts := strings.Split(authority, ",")
+	for _, h := range hosts[1:] {
+		sep := "?"
+		if strings.Contains(tail, "?") {
+			sep = "&"
+		}
+		tail += sep + "addr=" + h
+	}
+	return scheme + "://" + userinfo + hosts[0] + tail
+}
+
+// newRedis returns a go-redis client for one URL. node tunes it as a
+// Redlock node (no command retries, one dial attempt), unless the URL says
+// otherwise.
+func newRedis(raw string, node bool) (redis.UniversalClient, error) {
+	scheme, rest, ok := strings.Cut(raw, "://")
+	if !ok {
+		return nil, &badURLError{fmt.Errorf("bad Redis URL %q: no scheme", raw)}
+	}
+	bad := func(err error) error { return &badURLError{fmt.Errorf("bad Redis URL %q: %w", raw, err)} }
+	switch scheme {
+	case "redis", "rediss", "unix":
+		o, err := redis.ParseURL(raw)
+		if err != nil {
+			return nil, bad(err)
+		}
+		o.ContextTimeoutEnabled = true
+		if node {
+			o.MaxRetries, o.DialerRetries = nodeRetries(o.MaxRetries, o.DialerRetries)
+		}
+		return redis.NewClient(o), nil
+	case "redis+cluster", "rediss+cluster":
+		o, err := redis.ParseClusterURL(multiHost(strings.TrimSuffix(scheme, "+cluster"), rest))
+		if err != nil {
+			return nil, bad(err)
+		}
+		o.ContextTimeoutEnabled = true
+		if node {
+			o.MaxRetries, o.DialerRetries = nodeRetries(o.MaxRetries, o.DialerRetries)
+		}
+		return redis.NewClusterClient(o), nil
+	case "redis+sentinel", "rediss+sentinel":
+		o, err := redis.ParseFailoverURL(multiHost(strings.TrimSuffix(scheme, "+sentinel"), rest))
+		if err != nil {
+			return nil, bad(err)
+		}
+		if o.MasterName == "" {
+			return nil, bad(errors.New("a sentinel URL needs ?master_name=NAME"))
+		}
+		o.ContextTimeoutEnabled = true
+		if node {
+			o.MaxRetries, o.DialerRetries = nodeRetries(o.MaxRetries, o.DialerRetries)
+		}
+		return redis.NewFailoverClient(o), nil
+	}
+	return nil, bad(fmt.Errorf("unknown scheme %q (want redis, rediss, unix, redis+cluster, rediss+cluster, redis+sentinel or rediss+sentinel)", scheme))
+}
+
+// nodeRetries are a Redlock node's retry settings: the node timeout must
+// bound each call, so no retries unless the URL asked for them.
+func nodeRetries(maxRetries, dialerRetries int) (int, int) {
+	if maxRetries == 0 {
+		maxRetries = -1
+	}
+	if dialerRetries == 0 {
+		dialerRetries = 1
+	}
+	return maxRetries, dialerRetries
+}
+
+// backend is the lock service: one Redis deployment (lease) or Redlock over
+// several (lease/redlock).
+type backend interface {
+	// acquire takes the lock with keep-alive: once (TryAcquire) or waiting
+	// until ctx ends (Acquire).
+	acquire(ctx context.Context, name string, ttl time.Duration, wait bool) (lease.Interface, error)
+	// inspect returns the lock's state; with Redlock, a partial view and an
+	// error when too few nodes answered.
+	inspect(ctx context.Context, name string) (view, error)
+	// advance lifts the counter to at least floor and returns it.
+	advance(ctx context.Context, name string, floor uint64) (uint64, error)
+	close()
+}
+
+// connect builds the backend from the --redis flags, REDIS_URL or the
+// default.
+func (g *globals) connect() (backend, error) {
+	vals := []string(g.redis)
+	if len(vals) == 0 {
+		if env := strings.TrimSpace(os.Getenv("REDIS_URL")); env != "" {
+			vals = []string{env}
+		} else {
+			vals = []string{defaultRedisURL}
+		}
+	}
+	urls, err := splitURLs(vals)
+	if err != nil {
+		return nil, err
+	}
+	if len(urls) == 1 {
+		rdb, err := newRedis(urls[0], false)
+		if err != nil {
+			return nil, err
+		}
+		c, err := lease.New(rdb, lease.WithPrefix(g.prefix))
+		if err != nil {
+			rdb.Close()
+			return nil, err
+		}
+		return &single{c: c, rdb: rdb, prefix: g.prefix}, nil
+	}
+	var rdbs []redis.UniversalClient
+	closeAll := func() {
+		for _, r := range rdbs {
+			r.Close()
+		}
+	}
+	for _, u := range urls {
+		rdb, err := newRedis(u, true)
+		if err != nil {
+			closeAll()
+			return nil, err
+		}
+		rdbs = append(rdbs, rdb)
+	}
+	c, err := redlock.New(rdbs, redlock.WithPrefix(g.prefix), redlock.WithQuorumFencing(true))
+	if err != nil {
+		closeAll()
+		return nil, err
+	}
+	return &quorum{c: c, rdbs: rdbs, prefix: g.prefix}, nil
+}
+
+// releaseChannel is the lock's release channel (see package lease's doc):
+// every waiting acquire subscribes to it.
+func releaseChannel(prefix, name string) string { return prefix + "{" + name + "}:release" }
+
+// numSub counts the subscribers of channel: on a Redis Cluster, summed over
+// the nodes (a subscriber is connected to one node).
+func numSub(ctx context.Context, rdb redis.UniversalClient, channel string) (int64, error) {
+	if cc, ok := rdb.(*redis.ClusterClient); ok {
+		var mu sync.Mutex
+		var total int64
+		err := cc.ForEachShard(ctx, func(ctx context.Context, n *redis.Client) error {
+			m, err := n.PubSubNumSub(ctx, channel).Result()
+			mu.Lock()
+			total += m[channel]
+			mu.Unlock()
+			return err
+		})
+		return total, err
+	}
+	m, err := rdb.PubSubNumSub(ctx, channel).Result()
+	return m[channel], err
+}
+
+// single is one Redis deployment.
+type single struct {
+	c      *lease.Client
+	rdb    redis.UniversalClient
+	prefix string
+}
+
+func (s *single) acquire(ctx context.Context, name string, ttl time.Duration, wait bool) (lease.Interface, error) {
+	acquire := s.c.TryAcquire
+	if wait {
+		acquire = s.c.Acquire
+	}
+	l, err := acquire(ctx, name, ttl, lease.WithKeepAlive(0))
+	if err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+func (s *single) inspect(ctx context.Context, name string) (view, error) {
+	info, err := s.c.Inspect(ctx, name)
+	if err != nil {
+		return view{}, err
+	}
+	n, err := numSub(ctx, s.rdb, releaseChannel(s.prefix, name))
+	if err != nil {
+		return view{}, fmt.Errorf("count waiters: %w", err)
+	}
+	return view{Name: name, Mode: "single", state: stateOf(info, n)}, nil
+}
+
+func (s *single) advance(ctx context.Context, name string, floor uint64) (uint64, error) {
+	return s.c.Advance(ctx, name, floor)
+}
+
+func (s *single) close() { s.rdb.Close() }
+
+// quorum is Redlock over independent masters, with quorum fencing.
+type quorum struct {
+	c      *redlock.Client
+	rdbs   []redis.UniversalClient // in the client's node order
+	prefix string
+}
+
+func (q *quorum) acquire(ctx context.Context, name string, ttl time.Duration, wait bool) (lease.Interface, error) {
+	acquire := q.c.TryAcquire
+	if wait {
+		acquire = q.c.Acquire
+	}
+	l, err := acquire(ctx, name, ttl, redlock.WithKeepAlive(0))
+	if err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// nodeWaitTimeout bounds the waiter count on one Redlock node.
+const nodeWaitTimeout = time.Second
+
+func (q *quorum) inspect(ctx context.Context, name string) (view, error) {
+	info, err := q.c.Inspect(ctx, name)
+	if err != nil && len(info.Nodes) == 0 {
+		return view{}, err
+	}
+	v := view{Name: name, Mode: "redlock", Quorum: q.c.Quorum(), Nodes: make([]nodeView, len(info.Nodes))}
+	v.state = stateOf(lease.Info{Name: name, Holder: info.Holder, Token: info.Token, TTL: info.TTL, LastSeq: info.LastSeq}, 0)
+	v.Waiters = nil
+	channel := releaseChannel(q.prefix, name)
+	var wg sync.WaitGroup
+	for i, ni := range info.Nodes {
+		v.Nodes[i] = nodeView{Addr: ni.Addr}
+		if ni.Err != nil {
+			v.Nodes[i].Error = ni.Err.Error()
+			continue
+		}
+		v.Nodes[i].Answered = true
+		v.Nodes[i].state = stateOf(ni.Info, 0)
+		if i >= len(q.rdbs) {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			nctx, cancel := context.WithTimeout(ctx, nodeWaitTimeout)
+			defer cancel()
+			n, err := numSub(nctx, q.rdbs[i], channel)
+			if err != nil {
+				v.Nodes[i].Waiters = nil
+				v.Nodes[i].Error = "count waiters: " + err.Error()
+				return
+			}
+			v.Nodes[i].Waiters = &n
+		}()
+	}
+	wg.Wait()
+	for _, n := range v.Nodes {
+		if n.Waiters != nil && (v.Waiters == nil || *n.Waiters > *v.Waiters) {
+			w := *n.Waiters
+			v.Waiters = &w
+		}
+	}
+	return v, err
+}
+
+func (q *quorum) advance(ctx context.Context, name string, floor uint64) (uint64, error) {
+	return q.c.Advance(ctx, name, floor)
+}
+
+func (q *quorum) close() {
+	for _, r := range q.rdbs {
+		r.Close()
+	}
+}

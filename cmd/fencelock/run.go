@@ -1,0 +1,311 @@
+//go:build unix
+
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"slices"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/fencelock/fencelock/fence"
+	"github.com/fencelock/fencelock/lease"
+)
+
+// forwarded are the signals run passes on to the command.
+var forwarded = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2}
+
+// terminating reports whether s ends a wait for the lock (SIGUSR1 and
+// SIGUSR2 do not: they are meant for the command).
+func terminating(s os.Signal) bool {
+	return s != syscall.SIGUSR1 && s != syscall.SIGUSR2
+}
+
+// signalStatus is the exit status of a process ended by s: 128+N.
+func signalStatus(s os.Signal) int {
+	if n, ok := s.(syscall.Signal); ok {
+		return 128 + int(n)
+	}
+	return exitFailure
+}
+
+const (
+	// releaseTimeout bounds the release after the command exits.
+	releaseTimeout = 5 * time.Second
+	// probeTimeout bounds the check that tells "held by another" from
+	// "Redis unreachable" after an acquire that ended without the lock.
+	probeTimeout = 5 * time.Second
+	// groupPoll is how often run looks for the command's process group to
+	// be gone after a lost lease.
+	groupPoll = 20 * time.Millisecond
+)
+
+// run is the run command.
+func (g *globals) run(args []string) int {
+	fs := g.flagSet("run")
+	ttl := fs.Duration("ttl", 30*time.Second, "lease ttl")
+	wait := fs.Duration("wait", 0, "how long to wait for the lock")
+	grace := fs.Duration("grace", 10*time.Second, "SIGTERM to SIGKILL delay")
+
+	head, command, dashes := args, []string(nil), false
+	if i := slices.Index(args, "--"); i >= 0 {
+		head, command, dashes = args[:i], args[i+1:], true
+	}
+	pos, err := parseArgs(fs, head)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		return g.help()
+	case err != nil:
+		return g.usageError("run: %v", err)
+	case len(pos) != 1:
+		return g.usageError("run: want one lock NAME before --, got %d arguments", len(pos))
+	case !dashes:
+		return g.usageError("run: missing -- between NAME and the command")
+	case len(command) == 0:
+		return g.usageError("run: missing command after --")
+	case *ttl <= 0:
+		return g.usageError("run: --ttl must be positive, got %v", *ttl)
+	case *wait < 0:
+		return g.usageError("run: --wait must not be negative, got %v", *wait)
+	case *grace < 0:
+		return g.usageError("run: --grace must not be negative, got %v", *grace)
+	}
+	name := pos[0]
+	if err := fence.ValidateKey(name); err != nil {
+		return g.usageError("run: lock name: %v", err)
+	}
+	cmd := exec.Command(command[0], command[1:]...)
+	if cmd.Err != nil { // not found, before taking the lock
+		return g.fail(exitFailure, "run: %v", cmd.Err)
+	}
+
+	sigs := make(chan os.Signal, 32)
+	signal.Notify(sigs, forwarded...)
+	defer signal.Stop(sigs)
+
+	b, code := g.backend()
+	if b == nil {
+		return code
+	}
+	defer b.close()
+
+	l, code := g.take(b, name, *ttl, *wait, sigs)
+	if l == nil {
+		return code
+	}
+	return g.supervise(cmd, l, *grace, sigs)
+}
+
+// take acquires the lock, waiting up to wait; a terminating signal ends the
+// wait. It returns the lease, or nil and the exit status.
+func (g *globals) take(b backend, name string, ttl, wait time.Duration, sigs <-chan os.Signal) (lease.Interface, int) {
+	timeout := opTimeout
+	if wait > 0 {
+		timeout = wait
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	type result struct {
+		l   lease.Interface
+		err error
+	}
+	res := make(chan result, 1)
+	go func() {
+		l, err := b.acquire(ctx, name, ttl, wait > 0)
+		res <- result{l, err}
+	}()
+	var r result
+	for done := false; !done; {
+		select {
+		case r = <-res:
+			done = true
+		case s := <-sigs:
+			if !terminating(s) {
+				continue
+			}
+			cancel()
+			if r = <-res; r.l != nil {
+				g.release(r.l)
+			}
+			return nil, g.fail(signalStatus(s), "run: %v while waiting for %q", s, name)
+		}
+	}
+	if r.err != nil {
+		return nil, g.notAcquired(b, name, wait, r.err)
+	}
+	// A terminating signal that came just before the lock did: do not
+	// start the command.
+	for {
+		select {
+		case s := <-sigs:
+			if terminating(s) {
+				g.release(r.l)
+				return nil, g.fail(signalStatus(s), "run: %v while taking %q", s, name)
+			}
+			continue
+		default:
+		}
+		break
+	}
+	return r.l, exitOK
+}
+
+// notAcquired reports a failed acquire and returns its exit status: 3 when
+// another holder has the lock, 2 for bad input, 1 when Redis failed.
+func (g *globals) notAcquired(b backend, name string, wait time.Duration, err error) int {
+	switch {
+	case errors.Is(err, lease.ErrInvalid):
+		return g.usageError("run: %v", err)
+	case !errors.Is(err, lease.ErrNotAcquired):
+		return g.fail(exitFailure, "run: %v", err)
+	}
+	var held *lease.HeldError
+	if !errors.As(err, &held) {
+		// The acquire's context ended, or Redlock got no majority: the
+		// lock may be held, or Redis may be unreachable (go-redis can hide
+		// a dial error behind the deadline). Ask.
+		ctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
+		defer cancel()
+		if _, perr := b.inspect(ctx, name); perr != nil {
+			return g.fail(exitFailure, "run: %v; Redis: %v", err, perr)
+		}
+	}
+	if wait > 0 {
+		return g.fail(exitNotAcquired, "run: %q is held by another holder: not acquired within %v (%v)", name, wait, err)
+	}
+	return g.fail(exitNotAcquired, "run: %v", err)
+}
+
+// release releases l, reporting a failure, and returns the error.
+func (g *globals) release(l lease.Interface) error {
+	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+	defer cancel()
+	return l.Release(ctx)
+}
+
+// supervise runs cmd under lease l and returns run's exit status.
+func (g *globals) supervise(cmd *exec.Cmd, l lease.Interface, grace time.Duration, sigs <-chan os.Signal) int {
+	tok := l.Token()
+	cmd.Env = append(os.Environ(),
+		"FENCE_TOKEN="+tok.String(),
+		"FENCE_KEY="+tok.Key,
+		"FENCE_SEQ="+strconv.FormatUint(tok.Seq, 10),
+		"FENCE_HOLDER="+tok.Holder,
+	)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	cmd.SysProcAttr = sysProcAttr()
+	if err := l.Err(); err != nil { // lost already (a slow start): do not run
+		g.release(l)
+		return g.fail(exitLost, "run: lease on %q lost before the command started: %v", tok.Key, err)
+	}
+	if err := cmd.Start(); err != nil {
+		g.release(l)
+		return g.fail(exitFailure, "run: %v", err)
+	}
+	pid := cmd.Process.Pid
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+
+	var (
+		waitErr error
+		lost    error
+		killAt  time.Time
+		kill    <-chan time.Time
+		done    = l.Done()
+		reaped  bool
+	)
+	terminate := func(err error) {
+		lost = err
+		what := "sending SIGTERM to the command"
+		if reaped {
+			what = "the command has exited; SIGTERM to what is left of its process group"
+		}
+		fmt.Fprintf(g.stderr, "fencelock: lease on %q lost while the command ran (%v): %s, SIGKILL after %v\n", tok.Key, err, what, grace)
+		signalGroup(pid, syscall.SIGTERM, reaped)
+		killAt = time.Now().Add(grace)
+		kill = time.After(grace)
+	}
+wait:
+	for {
+		select {
+		case waitErr = <-exited:
+			reaped = true
+			break wait
+		case s := <-sigs:
+			signalGroup(pid, s.(syscall.Signal), reaped)
+		case <-done:
+			done = nil
+			terminate(l.Err())
+		case <-kill:
+			kill = nil
+			signalGroup(pid, syscall.SIGKILL, reaped)
+		}
+	}
+	if lost == nil {
+		select {
+		case <-l.Done(): // lost while the command ran, seen only now
+			terminate(l.Err())
+		default:
+		}
+	}
+	if lost != nil {
+		// The command has exited; the rest of its process group gets the
+		// rest of the grace period.
+		for groupAlive(pid) && time.Now().Before(killAt) {
+			time.Sleep(groupPoll)
+		}
+		signalGroup(pid, syscall.SIGKILL, reaped)
+	}
+
+	relErr := g.release(l)
+	switch {
+	case lost != nil:
+	case errors.Is(relErr, lease.ErrLost):
+		lost = relErr
+		fmt.Fprintf(g.stderr, "fencelock: lease on %q lost while the command ran: %v\n", tok.Key, relErr)
+	case relErr != nil:
+		fmt.Fprintf(g.stderr, "fencelock: release %q: %v (the lock expires after its ttl)\n", tok.Key, relErr)
+	}
+	if lost != nil {
+		return exitLost
+	}
+	return exitStatus(waitErr, g)
+}
+
+// exitStatus is the command's exit status: its own, or 128+N when signal N
+// ended it.
+func exitStatus(err error, g *globals) int {
+	if err == nil {
+		return exitOK
+	}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return 128 + int(ws.Signal())
+		}
+		return ee.ExitCode()
+	}
+	return g.fail(exitFailure, "run: %v", err)
+}
+
+// signalGroup sends s to the command's process group, or to the command
+// alone if it left the group while it has not been reaped (reaped, its pid
+// may belong to another process).
+func signalGroup(pid int, s syscall.Signal, reaped bool) {
+	if err := syscall.Kill(-pid, s); errors.Is(err, syscall.ESRCH) && !reaped {
+		_ = syscall.Kill(pid, s)
+	}
+}
+
+// groupAlive reports whether a process of the command's group is left.
+func groupAlive(pid int) bool {
+	err := syscall.Kill(-pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}
