@@ -193,8 +193,8 @@ func (in *instruments) refreshed(ctx context.Context, e observe.Refreshed) {
 func (in *instruments) leaseLost(e observe.Lost) {
 	ctx := context.Background()
 	kind := AttrKind.String(string(e.Kind))
-	in.lost.Add(ctx, 1, metric.WithAttributes(kind))
 	in.held.Record(ctx, e.Held.Seconds(), metric.WithAttributes(kind, AttrEnd.String("lost")))
+	in.lost.Add(ctx, 1, metric.WithAttributes(kind))
 }
 
 func (in *instruments) released(ctx context.Context, e observe.Released) {

@@ -53,8 +53,9 @@ func TestMetricsAndSpans(t *testing.T) {
 	var rm metricdata.ResourceMetrics
 	require.Eventually(t, func() bool {
 		require.NoError(t, reader.Collect(context.Background(), &rm))
-		return sum(rm, "fencelock.lease.lost", nil) == 1
-	}, 5*time.Second, 10*time.Millisecond, "the loss is counted")
+		return sum(rm, "fencelock.lease.lost", nil) == 1 &&
+			histCount(rm, "fencelock.lease.held", attribute.String("fencelock.lease.end", "lost")) == 1
+	}, 5*time.Second, 10*time.Millisecond, "the loss is counted (it is reported from a goroutine of its own)")
 
 	assert.Equal(t, uint64(1), histCount(rm, "fencelock.acquire.duration", attribute.String("fencelock.acquire.outcome", "busy")))
 	assert.Equal(t, uint64(2), histCount(rm, "fencelock.acquire.duration", attribute.String("fencelock.acquire.outcome", "acquired")))
