@@ -20,9 +20,14 @@ import (
 // Client hands out leases on one Redis deployment: a standalone server, a
 // Sentinel-managed primary or a Redis Cluster (every key of one lock shares a
 // hash slot). It is safe for concurrent use.
+//
+// A Client's waiting Acquire calls share one pub/sub connection, opened when
+// the first of them waits and closed a second after the last one is done,
+// so a thousand waiters cost one connection, not a thousand.
 type Client struct {
-	rdb redis.UniversalClient
-	cfg config
+	rdb    redis.UniversalClient
+	cfg    config
+	notify notifier
 }
 
 // New returns a Client that uses rdb. It rejects a nil rdb (a typed nil
@@ -51,7 +56,7 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Client, error) {
 			return nil, err
 		}
 	}
-	return &Client{rdb: rdb, cfg: cfg}, nil
+	return &Client{rdb: rdb, cfg: cfg, notify: notifier{rdb: rdb}}, nil
 }
 
 // TryAcquire tries once to take lock name for ttl. When another holder has
@@ -151,6 +156,8 @@ func (c *Client) newRequest(name string, ttl time.Duration, opts []AcquireOption
 			ClockFloor: c.cfg.clockFloor,
 			CounterTTL: c.cfg.counterTTL,
 			Reacquire:  reacquire,
+			Fair:       c.cfg.fair,
+			TicketTTL:  ticketTTL,
 		},
 	}, nil
 }
@@ -254,7 +261,7 @@ func notAcquired(ctx context.Context, name string, cause error) error {
 // good, the lock expires after its ttl.
 func (c *Client) releaseAfterLostReply(ctx context.Context, req request) error {
 	return lifetime.Detach(ctx, releaseTimeout, lifetime.CleanupBound(req.ttl), func(ctx context.Context) error {
-		_, err := script.Release(ctx, c.rdb, req.keys, req.args.Holder)
+		_, err := script.ReleaseFair(ctx, c.rdb, req.keys, req.args.Holder, req.args)
 		return err
 	})
 }

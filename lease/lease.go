@@ -55,7 +55,7 @@ type Lease struct {
 
 // newLease starts the lifetime of an acquisition that began at start.
 func newLease(c *Client, req request, tok fence.Token, start time.Time) *Lease {
-	b := &backend{c: c, keys: req.keys, tok: tok}
+	b := &backend{c: c, keys: req.keys, tok: tok, args: req.args}
 	cfg := c.lifeConfig(req.ttl, req.opt.interval)
 	return &Lease{life: lifetime.Start(b, tok, start, req.ttl, cfg)}
 }
@@ -133,7 +133,8 @@ func (l *Lease) Reissue(ctx context.Context, floor uint64) (fence.Token, error) 
 type backend struct {
 	c    *Client
 	keys script.Keys
-	tok  fence.Token // Key and Holder; Seq is the lifetime's
+	tok  fence.Token        // Key and Holder; Seq is the lifetime's
+	args script.AcquireArgs // how the lock was taken: a release hands it on alike
 }
 
 func (b *backend) Refresh(ctx context.Context, ttl time.Duration) error {
@@ -148,7 +149,7 @@ func (b *backend) Refresh(ctx context.Context, ttl time.Duration) error {
 }
 
 func (b *backend) Release(ctx context.Context) error {
-	ok, err := script.Release(ctx, b.c.rdb, b.keys, b.tok.Holder)
+	ok, err := script.ReleaseFair(ctx, b.c.rdb, b.keys, b.tok.Holder, b.args)
 	if err != nil {
 		return fmt.Errorf("lease: release %q: %w", b.tok.Key, err)
 	}

@@ -23,6 +23,7 @@ type config struct {
 	replicas    int           // replica acknowledgement: 0 is off
 	ackTimeout  time.Duration // how long WAIT may block
 	hooks       *observe.Hooks
+	fair        bool
 }
 
 func defaultConfig() config {
@@ -31,7 +32,25 @@ func defaultConfig() config {
 		driftFactor: 0.01,
 		minBackoff:  10 * time.Millisecond,
 		maxBackoff:  time.Second,
+		fair:        true,
 	}
+}
+
+// WithFair sets whether locks are fair. Fair (the default): a waiting
+// Acquire queues, and a release hands the lock, with a new token, straight
+// to the longest-waiting live waiter, and wakes that one alone; TryAcquire
+// does not jump the queue. Tokens then grow in handoff order and no waiter
+// starves. Unfair: a release wakes one waiting Acquire per client, and the
+// lock goes to whoever asks first, the releasing goroutine included; that
+// saves the handoff's notification when one goroutine takes the lock again
+// and again, at the price of starving the others.
+//
+// A fair waiter's ticket lives 2s without renewal (a waiter renews it with
+// every try), so a waiter that died drops out within 2s; but a lock handed
+// to it just before it died stays taken until its ttl runs out. All clients
+// of one lock name must agree on this option.
+func WithFair(on bool) Option {
+	return func(c *config) error { c.fair = on; return nil }
 }
 
 // WithPrefix sets the prefix of every Redis key and channel the client

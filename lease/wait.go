@@ -2,21 +2,32 @@ package lease
 
 import (
 	"context"
-	"fmt"
 	"math/rand/v2"
+	"strings"
 	"time"
 
+	"github.com/fencelock/fencelock/fence"
 	"github.com/fencelock/fencelock/internal/emit"
 	"github.com/fencelock/fencelock/internal/lifetime"
+	"github.com/fencelock/fencelock/internal/script"
 )
 
 // Acquire takes lock name for ttl, waiting while another holder has it.
 //
-// The first try costs one round trip. If the lock is held, Acquire
-// subscribes to the lock's release channel and tries again whenever a
-// release is published, when the holder's remaining ttl runs out (a lock
-// that expires without a release), or after a jittered exponential backoff
-// (see WithBackoff), whichever comes first.
+// The first try costs one round trip. If the lock is held, the waiter
+// listens on the lock's release channel through the client's one shared
+// pub/sub connection (see [Client]) and tries again when a release wakes it,
+// when the holder's remaining ttl runs out (a lock that expires without a
+// release), or after a jittered exponential backoff (see WithBackoff),
+// whichever comes first. A release wakes one waiter, not all.
+//
+// A fair lock (the default, see [WithFair]) queues the waiter: a release
+// hands the lock, with a new token, straight to the longest-waiting live
+// waiter and tells it so in the release message, so the woken waiter
+// returns without another round trip. Such a lease's local deadline counts
+// from the message's arrival less the drift allowance (the start of the
+// acquire is long past). A waiter whose context ends leaves the queue, and
+// if the lock was handed to it meanwhile, passes it on.
 //
 // When ctx ends first the error wraps both ErrNotAcquired and ctx.Err().
 // An I/O error from Redis is returned at once rather than retried, so a
@@ -32,22 +43,26 @@ func (c *Client) Acquire(ctx context.Context, name string, ttl time.Duration, op
 }
 
 // wait is Acquire once the request is valid.
-func (c *Client) wait(ctx context.Context, req request, p *emit.Progress) (*Lease, error) {
-	name := req.name
+func (c *Client) wait(ctx context.Context, req request, p *emit.Progress) (l *Lease, err error) {
+	req.args.Enqueue = req.args.Fair
+	if req.args.Fair && ctx != nil {
+		defer func() {
+			if err != nil {
+				c.leave(ctx, req)
+			}
+		}()
+	}
 	p.Attempts++
 	l, res, err := c.try(ctx, req)
 	if l != nil || err != nil {
 		return l, err
 	}
 
-	sub := c.rdb.Subscribe(ctx, req.keys.Channel)
-	defer sub.Close()
-	// Wait for the subscription to be confirmed, so that a release published
-	// from now on reaches us; then try again to catch one that came before.
-	if _, err := sub.Receive(ctx); err != nil {
-		return nil, c.waitErr(ctx, req, fmt.Errorf("lease: subscribe %q: %w", name, err))
-	}
-	wake := sub.Channel()
+	w := c.notify.register(req.keys.Channel, req.args.Holder)
+	defer c.notify.unregister(w)
+	// Wait for the subscription, so that a release published from now on
+	// reaches us; then try again, to catch one that came before.
+	w.waitReady(ctx)
 
 	backoff := c.cfg.minBackoff
 	timer := time.NewTimer(0)
@@ -63,15 +78,21 @@ func (c *Client) wait(ctx context.Context, req request, p *emit.Progress) (*Leas
 		if res.PTTL > 0 && res.PTTL+time.Millisecond < wait {
 			wait = res.PTTL + time.Millisecond
 		}
+		if req.args.Fair {
+			wait = min(wait, ticketTTL/3) // the next try renews the ticket
+		}
 		backoff = min(2*backoff, c.cfg.maxBackoff)
 
 		timer.Reset(wait)
 		select {
 		case <-ctx.Done():
-			return nil, notAcquired(ctx, name, nil)
-		case <-wake:
+			return nil, notAcquired(ctx, req.name, nil)
+		case u := <-w.wake:
 			backoff = c.cfg.minBackoff
 			p.Handoff = true
+			if l := c.handedOff(req, u); l != nil {
+				return l, nil
+			}
 		case <-timer.C:
 		}
 		if !timer.Stop() {
@@ -83,14 +104,38 @@ func (c *Client) wait(ctx context.Context, req request, p *emit.Progress) (*Leas
 	}
 }
 
-// waitErr keeps ctx.Err(), ErrNotAcquired and the cause in the chain when
-// the context ended, and returns err as is otherwise.
-func (c *Client) waitErr(ctx context.Context, req request, err error) error {
-	if lifetime.Ended(ctx) != nil {
-		return notAcquired(ctx, req.name, err)
+// handedOff returns the lease a fair release handed to this waiter, or nil
+// when u is not a handoff to it.
+func (c *Client) handedOff(req request, u wakeup) *Lease {
+	holder, seq, ok := strings.Cut(u.payload, ":")
+	if !ok || holder != req.args.Holder {
+		return nil
 	}
-	return err
+	n, err := fence.ParseSeq(seq)
+	if err != nil || n == 0 {
+		return nil // not ours to read: the next try finds out
+	}
+	tok := fence.Token{Key: req.name, Seq: n, Holder: holder}
+	// Redis set the key's ttl before it published; counting from the
+	// arrival less the drift keeps the deadline below Redis's expiry while
+	// the message takes less than the drift allowance to arrive.
+	return newLease(c, req, tok, u.at.Add(-lifetime.Drift(req.ttl, c.cfg.driftFactor)))
 }
+
+// leave takes a fair waiter that gives up out of the queue and, if the lock
+// was handed to it meanwhile, passes the lock on: the release script does
+// both. It runs in the background, bounded, when ctx has ended.
+func (c *Client) leave(ctx context.Context, req request) {
+	_ = lifetime.Detach(ctx, releaseTimeout, lifetime.CleanupBound(req.ttl), func(ctx context.Context) error {
+		_, err := script.ReleaseFair(ctx, c.rdb, req.keys, req.args.Holder, req.args)
+		return err
+	})
+}
+
+// ticketTTL is how long a fair waiter's ticket lives without renewal. A
+// waiter renews it with every try, at least every ticketTTL/3, so a waiter
+// that died drops out of the queue within ticketTTL.
+const ticketTTL = 2 * time.Second
 
 // jitter returns a random duration in [d/2, d].
 func jitter(d time.Duration) time.Duration {

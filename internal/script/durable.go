@@ -49,7 +49,7 @@ func AcquireAcked(ctx context.Context, c Pipeliner, k Keys, a AcquireArgs, repli
 
 func acquireAcked(ctx context.Context, c Pipeliner, k Keys, a AcquireArgs, replicas int, timeout time.Duration) (AcquireResult, int64, error) {
 	p := c.Pipeline()
-	run := acquire.EvalSha(ctx, p, []string{k.Lock, k.Counter}, acquireArgs(a)...)
+	run := acquire.EvalSha(ctx, p, k.all(), acquireArgs(a)...)
 	wait := p.Do(ctx, "WAIT", replicas, timeout.Milliseconds())
 	_, _ = p.Exec(ctx)
 	if err := run.Err(); err != nil {

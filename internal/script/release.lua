@@ -1,11 +1,33 @@
--- Release a lease if the holder still has it, and wake the waiters.
--- KEYS[1] lock key; ARGV[1] holder id; ARGV[2] wake-up channel.
+-- Release a lease if the holder still has it, and pass the lock on.
+-- KEYS[1] lock, KEYS[2] counter, KEYS[3] queue, KEYS[4] tickets.
+-- ARGV[1] holder id, ARGV[2] wake-up channel, ARGV[3] "1" for a fair lock,
+-- ARGV[4] clock floor "1", ARGV[5] counter ttl in ms (as for acquire).
+-- A fair lock goes straight to the live head of the queue, with a new token,
+-- and the message on the channel is "holder:seq" for that waiter alone;
+-- otherwise the message is "" and wakes one waiter per subscribed client.
+-- The holder's own ticket, if any, is dropped either way (a waiter giving up).
 -- Returns 1 when released, 0 when the lock is gone or held by another.
+if ARGV[3] == '1' then
+  dequeue(ARGV[1])
+end
 local v = redis.call('GET', KEYS[1])
 local prefix = ARGV[1] .. ':'
-if v and string.sub(v, 1, #prefix) == prefix then
-  redis.call('DEL', KEYS[1])
-  redis.call('PUBLISH', ARGV[2], '1')
-  return 1
+if not v or string.sub(v, 1, #prefix) ~= prefix then
+  return 0
 end
-return 0
+redis.call('DEL', KEYS[1])
+if ARGV[3] == '1' then
+  local head, ttl = live_head()
+  if head then
+    local seq = next_seq(ARGV[4], ARGV[5])
+    if not seq then
+      return redis.error_reply('fencelock: counter past 2^53-1')
+    end
+    redis.call('SET', KEYS[1], head .. ':' .. seq, 'PX', ttl)
+    dequeue(head)
+    redis.call('PUBLISH', ARGV[2], head .. ':' .. seq)
+    return 1
+  end
+end
+redis.call('PUBLISH', ARGV[2], '')
+return 1

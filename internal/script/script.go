@@ -18,6 +18,8 @@ import (
 )
 
 var (
+	//go:embed common.lua
+	commonSrc string
 	//go:embed acquire.lua
 	acquireSrc string
 	//go:embed refresh.lua
@@ -29,9 +31,10 @@ var (
 	//go:embed advance.lua
 	advanceSrc string
 
-	acquire = redis.NewScript(acquireSrc)
+	// The acquire and release scripts share common.lua's functions.
+	acquire = redis.NewScript(commonSrc + acquireSrc)
 	refresh = redis.NewScript(refreshSrc)
-	release = redis.NewScript(releaseSrc)
+	release = redis.NewScript(commonSrc + releaseSrc)
 	inspect = redis.NewScript(inspectSrc)
 	advance = redis.NewScript(advanceSrc)
 )
@@ -41,14 +44,20 @@ var (
 type Keys struct {
 	Lock    string // PREFIX{NAME}: holds "holder:seq" with a PX ttl
 	Counter string // PREFIX{NAME}:fence: the fencing counter
+	Queue   string // PREFIX{NAME}:queue: fair waiters by arrival (sorted set)
+	Tickets string // PREFIX{NAME}:tickets: fair waiters' tickets (hash)
 	Channel string // PREFIX{NAME}:release: pub/sub channel, a message per release
 }
 
 // KeysFor returns the keys of lock name under prefix.
 func KeysFor(prefix, name string) Keys {
 	lock := prefix + "{" + name + "}"
-	return Keys{Lock: lock, Counter: lock + ":fence", Channel: lock + ":release"}
+	return Keys{Lock: lock, Counter: lock + ":fence", Queue: lock + ":queue", Tickets: lock + ":tickets",
+		Channel: lock + ":release"}
 }
+
+// all is the KEYS of the acquire and release scripts.
+func (k Keys) all() []string { return []string{k.Lock, k.Counter, k.Queue, k.Tickets} }
 
 // AcquireArgs are the inputs of one acquire.
 type AcquireArgs struct {
@@ -58,7 +67,14 @@ type AcquireArgs struct {
 	CounterTTL time.Duration // 0: the counter never expires
 	Reacquire  bool          // the holder may already hold the lock
 	Unfenced   bool          // no counter: Seq is 0 (an efficiency lock)
+	Fair       bool          // FIFO: a free lock goes to the head of the queue
+	TicketTTL  time.Duration // fair: how long a waiter's ticket lives
+	Enqueue    bool          // fair: queue when not acquired
 }
+
+// Queued is AcquireResult.PTTL when the lock is free but reserved for the
+// fair waiters queued ahead.
+const Queued = -3 * time.Millisecond
 
 // AcquireResult is what the acquire script found.
 type AcquireResult struct {
@@ -70,7 +86,7 @@ type AcquireResult struct {
 
 // Acquire runs the acquire script.
 func Acquire(ctx context.Context, c redis.Scripter, k Keys, a AcquireArgs) (AcquireResult, error) {
-	v, err := acquire.Run(ctx, c, []string{k.Lock, k.Counter}, acquireArgs(a)...).Result()
+	v, err := acquire.Run(ctx, c, k.all(), acquireArgs(a)...).Result()
 	if err != nil {
 		return AcquireResult{}, err
 	}
@@ -84,7 +100,8 @@ func Acquire(ctx context.Context, c redis.Scripter, k Keys, a AcquireArgs) (Acqu
 }
 
 func acquireArgs(a AcquireArgs) []any {
-	return []any{a.Holder, ms(a.TTL), flag(a.ClockFloor), ms(a.CounterTTL), flag(a.Reacquire), flag(a.Unfenced)}
+	return []any{a.Holder, ms(a.TTL), flag(a.ClockFloor), ms(a.CounterTTL), flag(a.Reacquire), flag(a.Unfenced),
+		flag(a.Fair), ms(a.TicketTTL), flag(a.Enqueue)}
 }
 
 func parseAcquire(reply any) (AcquireResult, error) {
@@ -115,7 +132,15 @@ func Refresh(ctx context.Context, c redis.Scripter, k Keys, holder string, ttl t
 // Release deletes the lock if holder still has it, publishes a wake-up on
 // its channel, and reports whether it did.
 func Release(ctx context.Context, c redis.Scripter, k Keys, holder string) (bool, error) {
-	n, err := release.Run(ctx, c, []string{k.Lock}, holder, k.Channel).Int64()
+	return ReleaseFair(ctx, c, k, holder, AcquireArgs{})
+}
+
+// ReleaseFair is Release for a lock whose acquires use a (Fair, ClockFloor
+// and CounterTTL as in a): a fair lock goes straight to the live head of the
+// queue with a new token, and the message names that waiter. It also drops
+// holder's own ticket, so a waiter that gives up calls it too.
+func ReleaseFair(ctx context.Context, c redis.Scripter, k Keys, holder string, a AcquireArgs) (bool, error) {
+	n, err := release.Run(ctx, c, k.all(), holder, k.Channel, flag(a.Fair), flag(a.ClockFloor), ms(a.CounterTTL)).Int64()
 	return n == 1, err
 }
 
