@@ -20,6 +20,11 @@ type env struct {
 	where    string // "throwaway" or "given" servers, for the report
 	given    []redis.UniversalClient
 	closers  []func()
+
+	// singleOpt and manyOpt are how single and many were dialled, for
+	// fresh clients (waiters) and for the non-go-redis peers (rueidislock).
+	singleOpt redis.Options
+	manyOpt   []redis.Options
 }
 
 func (e *env) close() {
@@ -42,6 +47,36 @@ func (e *env) cleanup(runID string) {
 			n := min(len(keys), 500)
 			c.Del(ctx, keys[:n]...)
 			keys = keys[n:]
+		}
+	}
+}
+
+// clients returns the run's shared clients.
+func (e *env) clients() clients {
+	return clients{single: e.single, many: e.many, singleOpt: e.singleOpt}
+}
+
+// fresh returns new clients on the same servers, every connection of which
+// is named name (CLIENT SETNAME), so that CLIENT LIST can tell them apart,
+// and a func that closes them. go-redis dials lazily: an unused client
+// costs no connection.
+func (e *env) fresh(name string) (clients, func()) {
+	named := func(o redis.Options) *redis.Options {
+		o.ClientName = name
+		return &o
+	}
+	c := clients{singleOpt: e.singleOpt, name: name}
+	single := redis.NewClient(named(e.singleOpt))
+	closers := []func() error{single.Close}
+	c.single = single
+	for _, o := range e.manyOpt {
+		n := redis.NewClient(named(o))
+		c.many = append(c.many, n)
+		closers = append(closers, n.Close)
+	}
+	return c, func() {
+		for _, f := range closers {
+			_ = f()
 		}
 	}
 }
@@ -113,6 +148,7 @@ func setup(ctx context.Context, redisURLs, dbURL string, locks []string, pg bool
 
 func (e *env) setupRedis(ctx context.Context, redisURLs string, needMany bool) error {
 	var urls []string
+	var opts []redis.Options // of urls, before redis.NewClient fills them in
 	for _, u := range strings.Split(redisURLs, ",") {
 		if u = strings.TrimSpace(u); u != "" {
 			urls = append(urls, u)
@@ -123,7 +159,9 @@ func (e *env) setupRedis(ctx context.Context, redisURLs string, needMany bool) e
 		if err != nil {
 			return fmt.Errorf("redis url %q: %w", u, err)
 		}
-		c := redis.NewClient(clientOptions(opt))
+		opt = clientOptions(opt)
+		opts = append(opts, *opt)
+		c := redis.NewClient(opt)
 		e.closers = append(e.closers, func() { c.Close() })
 		if err := c.Ping(ctx).Err(); err != nil {
 			return fmt.Errorf("redis %s: %w", u, err)
@@ -132,17 +170,19 @@ func (e *env) setupRedis(ctx context.Context, redisURLs string, needMany bool) e
 	}
 	switch {
 	case len(urls) > 0:
-		e.single = e.given[0]
+		e.single, e.singleOpt = e.given[0], opts[0]
 		e.where = "given"
 		if len(urls) >= 5 {
-			e.many = e.given[:5]
+			e.many, e.manyOpt = e.given[:5], opts[:5]
 		}
 	default:
 		r, err := testenv.StartRedis(ctx, testenv.RedisOptions{})
 		if err != nil {
 			return fmt.Errorf("starting redis-server: %w (or set -redis-url)", err)
 		}
-		c := redis.NewClient(clientOptions(r.Options()))
+		opt := clientOptions(r.Options())
+		e.singleOpt = *opt
+		c := redis.NewClient(opt)
 		e.closers = append(e.closers, func() { c.Close(); r.Close() })
 		e.single = c
 	}
@@ -152,7 +192,9 @@ func (e *env) setupRedis(ctx context.Context, redisURLs string, needMany bool) e
 			return fmt.Errorf("starting 5 redis-servers for the quorum locks: %w", err)
 		}
 		for _, r := range rs {
-			c := redis.NewClient(clientOptions(r.Options()))
+			opt := clientOptions(r.Options())
+			e.manyOpt = append(e.manyOpt, *opt)
+			c := redis.NewClient(opt)
 			e.closers = append(e.closers, func() { c.Close(); r.Close() })
 			e.many = append(e.many, c)
 		}

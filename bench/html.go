@@ -125,6 +125,24 @@ func chartOf(rep *Report, scenario string, f func(*Result) *float64, text func(*
 	return bars
 }
 
+// waiterResults returns the waiters rows that ran.
+func waiterResults(rep *Report) []Result {
+	var ws []Result
+	for _, r := range rep.Results {
+		if r.Scenario == "waiters" && !r.Skipped {
+			ws = append(ws, r)
+		}
+	}
+	return ws
+}
+
+func fptr(p *int) *float64 {
+	if p == nil {
+		return nil
+	}
+	return ptr(float64(*p))
+}
+
 func writeHTML(path string, rep *Report) error {
 	var b strings.Builder
 	b.WriteString(`<!doctype html><html lang=en><head><meta charset=utf-8><title>fencelock perf</title>
@@ -168,21 +186,54 @@ th{font-weight:600;background:#f6f6f6}
 	b.WriteString(barChart("uncontended acquire+release, p50", "sequential, distinct keys · shorter is better", chartOf(rep, "uncontended", p50, latText), false))
 	b.WriteString(barChart("parallel acquire+release throughput", "64 goroutines, distinct keys · longer is better", chartOf(rep, "parallel", ops, opsText), false))
 	b.WriteString(barChart("wake: release → blocked waiter acquires, p50", "log scale · shorter is better · raw/naive have no waiting acquire", chartOf(rep, "wake", p50, latText), true))
+	shareText := func(r *Result) string {
+		return fmt.Sprintf("%.0f/s  share %s–%s", *r.OpsPerSec, fmtShare(r.MinShare), fmtShare(r.MaxShare))
+	}
 	b.WriteString(barChart("hotkey: critical sections per second", "8 workers, one key, 1 ms held · longer is better · shares: fair is 0.125",
-		chartOf(rep, "hotkey", ops, func(r *Result) string {
-			return fmt.Sprintf("%.0f/s  share %s–%s", *r.OpsPerSec, fmtShare(r.MinShare), fmtShare(r.MaxShare))
-		}), false))
+		chartOf(rep, "hotkey", ops, shareText), false))
+	b.WriteString(barChart("hotkey64: critical sections per second", "64 workers, one key, 1 ms held · longer is better · shares: fair is 0.016",
+		chartOf(rep, "hotkey64", ops, shareText), false))
+	if ws := waiterResults(rep); len(ws) > 0 {
+		w := ws[0]
+		what := fmt.Sprintf("%d waiters on %d keys", w.Workers, w.Keys)
+		b.WriteString(barChart("waiters: connections of the lock's client while they wait",
+			what+" · bar: all its connections, text: of which in pub/sub · shorter is better",
+			chartOf(rep, "waiters", func(r *Result) *float64 { return fptr(r.Conns) }, func(r *Result) string {
+				return fmt.Sprintf("%d conns, %d pub/sub", *r.Conns, deref(r.PubSubConns))
+			}), false))
+		b.WriteString(barChart("waiters: bench CPU while they wait", what+" · CPU seconds per second · shorter is better",
+			chartOf(rep, "waiters", func(r *Result) *float64 { return r.CPUPerSec }, func(r *Result) string {
+				return fmtCPU(r.CPUPerSec) + " CPU-s/s"
+			}), false))
+		b.WriteString(barChart("waiters: release → every waiter has had the lock", what+" · from the holders' release · shorter is better",
+			chartOf(rep, "waiters", func(r *Result) *float64 { return r.AllAcquiredMs }, func(r *Result) string {
+				return fmtDur(*r.AllAcquiredMs * 1e3)
+			}), false))
+	}
 	pg := append(chartOf(rep, "pg_unguarded", p50, latText), chartOf(rep, "pg_guarded", p50, latText)...)
 	pg = append(pg, chartOf(rep, "pg_guarded_withtx", p50, latText)...)
 	if len(pg) > 0 {
 		b.WriteString(barChart("postgres: UPDATE in a transaction, p50", "with and without the pgverifier guard · shorter is better", pg, false))
 	}
-	b.WriteString("</div>\n<h2>All results</h2><table><tr><th>lock</th><th>scenario</th><th>p50 µs</th><th>p99 µs</th><th>ops/s</th><th>samples</th><th>min share</th><th>max share</th><th>errors</th><th>note</th></tr>\n")
+	b.WriteString("</div>\n<h2>All results</h2><table><tr><th>lock</th><th>scenario</th><th>p50 µs</th><th>p99 µs</th><th>ops/s</th><th>samples</th><th>min share</th><th>max share</th>" +
+		"<th>conns</th><th>pub/sub</th><th>CPU s/s</th><th>all acquired ms</th><th>errors</th><th>note</th></tr>\n")
 	for _, r := range rep.Results {
-		fmt.Fprintf(&b, "<tr><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%d</td><td>%s</td><td>%s</td><td>%d</td><td style=\"text-align:left;white-space:normal\" class=note>%s</td></tr>\n",
-			r.Lock, r.Scenario, fmtUs(r.P50us), fmtUs(r.P99us), fmtOps(r.OpsPerSec), r.Samples, fmtShare(r.MinShare), fmtShare(r.MaxShare), r.Errors, html.EscapeString(r.Note))
+		fmt.Fprintf(&b, "<tr><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%d</td><td>%s</td><td>%s</td>"+
+			"<td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%d</td><td style=\"text-align:left;white-space:normal\" class=note>%s</td></tr>\n",
+			html.EscapeString(r.Lock), r.Scenario, fmtUs(r.P50us), fmtUs(r.P99us), fmtOps(r.OpsPerSec), r.Samples, fmtShare(r.MinShare), fmtShare(r.MaxShare),
+			fmtInt(r.Conns), fmtInt(r.PubSubConns), fmtCPU(r.CPUPerSec), fmtMs(r.AllAcquiredMs), r.Errors, html.EscapeString(r.Note))
 	}
-	b.WriteString("</table>\n<h2>Versions</h2><table>")
+	b.WriteString("</table>\n")
+	if len(rep.Locks) > 0 {
+		b.WriteString("<h2>Locks</h2><table>")
+		for _, n := range lockNames {
+			if note, ok := rep.Locks[n]; ok {
+				fmt.Fprintf(&b, "<tr><td>%s</td><td style=\"text-align:left;white-space:normal\">%s</td></tr>\n", html.EscapeString(n), html.EscapeString(note))
+			}
+		}
+		b.WriteString("</table>\n")
+	}
+	b.WriteString("<h2>Versions</h2><table>")
 	for _, k := range sortedKeys(rep.Versions) {
 		fmt.Fprintf(&b, "<tr><td>%s</td><td>%s</td></tr>", html.EscapeString(k), html.EscapeString(rep.Versions[k]))
 	}

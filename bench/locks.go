@@ -12,6 +12,8 @@ import (
 	"github.com/go-redsync/redsync/v4/redis/goredis/v9"
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
+	"github.com/redis/rueidis"
+	"github.com/redis/rueidis/rueidislock"
 
 	"github.com/fencelock/fencelock/lease"
 	"github.com/fencelock/fencelock/lease/redlock"
@@ -33,10 +35,28 @@ type locker struct {
 	// wait is the library's own waiting acquire; nil when it has none.
 	wait func(ctx context.Context, key string) (release, error)
 	note string
+	// close frees what the lock holds beyond the shared clients (the
+	// rueidis client of rueidislock); nil when nothing.
+	close func()
+}
+
+// clients is what a lock is built on.
+type clients struct {
+	single    redis.UniversalClient   // the single-node server
+	many      []redis.UniversalClient // independent servers for the quorum locks
+	singleOpt redis.Options           // how single is dialled, for locks with their own client
+	name      string                  // CLIENT SETNAME for clients a lock makes itself; "" for none
+}
+
+// free calls l.close, if any.
+func (l locker) free() {
+	if l.close != nil {
+		l.close()
+	}
 }
 
 // lockNames is every lock, in table order.
-var lockNames = []string{"raw", "naive", "lease", "redlock-3", "redlock-5", "redsync-1", "redsync-5", "redislock"}
+var lockNames = []string{"raw", "naive", "lease", "redlock-3", "redlock-5", "redsync-1", "redsync-5", "redislock", "rueidislock"}
 
 // cadScript is the raw floor's release: compare holder, then delete (the
 // same script as lease/bench_test.go).
@@ -177,9 +197,54 @@ func redislockLock(rdb redis.UniversalClient) locker {
 		}}
 }
 
-// newLocker builds the named lock on one client (single) or on the first
-// nodes of many.
-func newLocker(name string, single redis.UniversalClient, many []redis.UniversalClient) (locker, error) {
+// rueidislockNote says how rueidislock is set up and released.
+const rueidislockNote = "redis/rueidis rueidislock with its own rueidis client; KeyMajority 1 (one key on the one server; " +
+	"its default is 2 of 3 keys), defaults otherwise: KeyValidity 5s extended every 2.5s, TryNextAfter 20ms, " +
+	"client-side caching on, NoLoopTracking off (its README example turns it on, for Redis >= 7.0.5), SET PXAT. " +
+	"The lock is a context: try = TryWithContext, wait = WithContext (woken by client-side-caching invalidations, " +
+	"no pub/sub), release = calling the cancel func it returns, which blocks until the key's delete script has " +
+	"returned (so a release is complete when it returns; a failed delete is not reported)"
+
+// rueidislockLock is rueidislock on the server of opt, with a rueidis
+// client of its own, as its README sets it up for one Redis instance.
+func rueidislockLock(opt redis.Options, clientName string) (locker, error) {
+	lk, err := rueidislock.NewLocker(rueidislock.LockerOption{
+		ClientOption: rueidis.ClientOption{
+			InitAddress: []string{opt.Addr},
+			Username:    opt.Username,
+			Password:    opt.Password,
+			SelectDB:    opt.DB,
+			TLSConfig:   opt.TLSConfig,
+			ClientName:  clientName,
+		},
+		KeyMajority: 1,
+	})
+	if err != nil {
+		return locker{}, fmt.Errorf("rueidislock: %w", err)
+	}
+	// The lock lives as long as the context it returns; its cancel func
+	// releases it and returns once the delete has run. Nothing reports
+	// whether that delete worked, so the release cannot fail.
+	wrap := func(_ context.Context, cancel context.CancelFunc, err error) (release, error) {
+		if err != nil {
+			return nil, err
+		}
+		return func(context.Context) error { cancel(); return nil }, nil
+	}
+	return locker{name: "rueidislock", nodes: 1, note: rueidislockNote,
+		try: func(ctx context.Context, key string) (release, error) {
+			return wrap(lk.TryWithContext(ctx, key))
+		},
+		wait: func(ctx context.Context, key string) (release, error) {
+			return wrap(lk.WithContext(ctx, key))
+		},
+		close: lk.Close}, nil
+}
+
+// newLocker builds the named lock on c: its single server or the first
+// nodes of its many.
+func newLocker(name string, c clients) (locker, error) {
+	single, many := c.single, c.many
 	need := func(n int) ([]redis.UniversalClient, error) {
 		if len(many) < n {
 			return nil, fmt.Errorf("%s needs %d independent Redis servers, have %d", name, n, len(many))
@@ -209,6 +274,8 @@ func newLocker(name string, single redis.UniversalClient, many []redis.Universal
 		return redsyncLock(nodes), nil
 	case "redislock":
 		return redislockLock(single), nil
+	case "rueidislock":
+		return rueidislockLock(c.singleOpt, c.name)
 	}
 	return locker{}, fmt.Errorf("unknown lock %q (known: %v)", name, lockNames)
 }

@@ -68,7 +68,7 @@ func main() {
 
 // scenarioNames is every scenario group, in run order ("pg" runs
 // pg_unguarded and pg_guarded).
-var scenarioNames = []string{"uncontended", "parallel", "wake", "hotkey", "pg"}
+var scenarioNames = []string{"uncontended", "parallel", "wake", "hotkey", "hotkey64", "waiters", "pg"}
 
 // perf runs `bench perf` with args, printing the table to stdout and the
 // progress line to stderr.
@@ -109,8 +109,13 @@ func perf(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	defer env.close()
 
 	var locks []locker
+	defer func() {
+		for _, l := range locks {
+			l.free()
+		}
+	}()
 	for _, n := range names {
-		l, err := newLocker(n, env.single, env.many)
+		l, err := newLocker(n, env.clients())
 		if err != nil {
 			return err
 		}
@@ -130,6 +135,10 @@ func perf(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 
 	rep := newReport(fs, *quick, env)
+	rep.Locks = map[string]string{}
+	for _, l := range locks {
+		rep.Locks[l.name] = l.note
+	}
 	for _, s := range scens {
 		switch s {
 		case "uncontended":
@@ -140,9 +149,18 @@ func perf(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			for _, l := range locks {
 				rep.Results = append(rep.Results, wake(ctx, run, l))
 			}
-		case "hotkey":
+		case "hotkey", "hotkey64":
+			for _, h := range hotkeyRuns {
+				if h.scenario != s {
+					continue
+				}
+				for _, l := range locks {
+					rep.Results = append(rep.Results, hotkey(ctx, run, l, h.scenario, h.workers))
+				}
+			}
+		case "waiters":
 			for _, l := range locks {
-				rep.Results = append(rep.Results, hotkey(ctx, run, l))
+				rep.Results = append(rep.Results, waiters(ctx, run, env, l))
 			}
 		case "pg":
 			rs, version, err := pgBench(ctx, run, env.dsn)

@@ -18,7 +18,7 @@ func TestPerfQuick(t *testing.T) {
 	dir := t.TempDir()
 	jsonPath, htmlPath := filepath.Join(dir, "perf.json"), filepath.Join(dir, "perf.html")
 	var stdout, stderr bytes.Buffer
-	err := perf(t.Context(), []string{"-quick", "-locks", "raw,lease", "-scenarios", "uncontended,parallel,wake,hotkey",
+	err := perf(t.Context(), []string{"-quick", "-locks", "raw,lease,rueidislock", "-scenarios", "uncontended,parallel,wake,hotkey,hotkey64,waiters",
 		"-json", jsonPath, "-html", htmlPath}, &stdout, &stderr)
 	if err != nil {
 		t.Fatalf("perf: %v\n%s", err, stderr.String())
@@ -38,8 +38,13 @@ func TestPerfQuick(t *testing.T) {
 			t.Errorf("machine.%s is missing: %v", k, m)
 		}
 	}
-	if _, ok := rep["versions"].(map[string]any)["github.com/go-redsync/redsync/v4"]; !ok {
-		t.Errorf("versions lack redsync: %v", rep["versions"])
+	for _, mod := range []string{"github.com/go-redsync/redsync/v4", "github.com/redis/rueidis"} {
+		if _, ok := rep["versions"].(map[string]any)[mod]; !ok {
+			t.Errorf("versions lack %s: %v", mod, rep["versions"])
+		}
+	}
+	if note, _ := rep["locks"].(map[string]any)["rueidislock"].(string); !strings.Contains(note, "KeyMajority 1") {
+		t.Errorf("locks.rueidislock does not say how it is set up: %q", note)
 	}
 	if rep["timestamp"] == "" {
 		t.Error("no timestamp")
@@ -56,7 +61,10 @@ func TestPerfQuick(t *testing.T) {
 	want := map[string][]string{
 		"raw/uncontended": {"p50", "p99"}, "lease/uncontended": {"p50", "p99"},
 		"raw/parallel": {"ops"}, "lease/parallel": {"ops"},
-		"lease/wake": {"p50", "p99"}, "lease/hotkey": {"ops", "share"},
+		"lease/wake": {"p50", "p99"}, "lease/hotkey": {"ops", "share"}, "lease/hotkey64": {"ops", "share"},
+		"rueidislock/uncontended": {"p50", "p99"}, "rueidislock/parallel": {"ops"},
+		"rueidislock/wake": {"p50", "p99"}, "rueidislock/hotkey": {"ops", "share"}, "rueidislock/hotkey64": {"ops", "share"},
+		"lease/waiters": {"waiters"}, "rueidislock/waiters": {"waiters"},
 	}
 	for k, fields := range want {
 		r, ok := seen[k]
@@ -72,17 +80,33 @@ func TestPerfQuick(t *testing.T) {
 			case f == "p50" && (r.P50us == nil || *r.P50us <= 0),
 				f == "p99" && (r.P99us == nil || *r.P99us < *r.P50us),
 				f == "ops" && (r.OpsPerSec == nil || *r.OpsPerSec <= 0),
-				f == "share" && (r.MinShare == nil || r.MaxShare == nil || *r.MinShare > *r.MaxShare):
+				f == "share" && (r.MinShare == nil || r.MaxShare == nil || *r.MinShare > *r.MaxShare),
+				f == "waiters" && (r.Workers != quickSizes.waiters || r.Keys != quickSizes.waiterKeys ||
+					r.Samples != r.Workers || r.Conns == nil || *r.Conns < 1 || r.PubSubConns == nil ||
+					*r.PubSubConns > *r.Conns || r.ServerConns == nil || *r.ServerConns < *r.Conns ||
+					r.CPUPerSec == nil || *r.CPUPerSec < 0 || r.AllAcquiredMs == nil):
 				t.Errorf("%s: bad %s: %+v", k, f, r)
 			}
 		}
 	}
-	if r := seen["raw/wake"]; !r.Skipped || r.P50us != nil {
-		t.Errorf("raw/wake should be skipped: %+v", r)
+	if w := seen["lease/hotkey64"].Workers; w != 64 {
+		t.Errorf("lease/hotkey64 ran %d workers", w)
+	}
+	// lease waits with pub/sub, rueidislock with client-side caching.
+	if r := seen["lease/waiters"]; r.PubSubConns == nil || *r.PubSubConns < 1 {
+		t.Errorf("lease/waiters: no pub/sub connection seen: %+v", r)
+	}
+	if r := seen["rueidislock/waiters"]; r.PubSubConns == nil || *r.PubSubConns != 0 {
+		t.Errorf("rueidislock/waiters: pub/sub connections: %+v", r)
+	}
+	for _, k := range []string{"raw/wake", "raw/hotkey64", "raw/waiters"} {
+		if r := seen[k]; !r.Skipped || r.P50us != nil || r.OpsPerSec != nil || r.Conns != nil {
+			t.Errorf("%s should be skipped: %+v", k, r)
+		}
 	}
 
 	out := stdout.String()
-	for _, s := range []string{"lock", "lease", "raw", "targets:"} {
+	for _, s := range []string{"lock", "lease", "raw", "rueidislock", "hotkey64 cs/s", "waiters", "pub/sub", "targets:"} {
 		if !strings.Contains(out, s) {
 			t.Errorf("table lacks %q:\n%s", s, out)
 		}
@@ -93,5 +117,91 @@ func TestPerfQuick(t *testing.T) {
 	}
 	if !bytes.Contains(page, []byte("<svg")) || bytes.Contains(page, []byte("src=\"http")) || bytes.Contains(page, []byte("href=\"http")) {
 		t.Error("the HTML should have inline SVG charts and no external assets")
+	}
+}
+
+// TestTargetsBestPeer checks the targets against the best peer on made-up
+// figures: the best peer is the highest or the lowest as the figure wants,
+// a missing figure is n/a, and the waiters target reads the lease row.
+func TestTargetsBestPeer(t *testing.T) {
+	rs := []Result{
+		{Lock: "lease", Scenario: "hotkey", OpsPerSec: ptr(600)},
+		{Lock: "redislock", Scenario: "hotkey", OpsPerSec: ptr(300)},
+		{Lock: "rueidislock", Scenario: "hotkey", OpsPerSec: ptr(500)},
+		{Lock: "redsync-5", Scenario: "hotkey", OpsPerSec: ptr(5000)}, // not a peer of lease
+		{Lock: "lease", Scenario: "hotkey64", OpsPerSec: ptr(500)},
+		{Lock: "rueidislock", Scenario: "hotkey64", OpsPerSec: ptr(500)},
+		{Lock: "lease", Scenario: "uncontended", P50us: ptr(104)},
+		{Lock: "redsync-1", Scenario: "uncontended", P50us: ptr(100)},
+		{Lock: "rueidislock", Scenario: "uncontended", P50us: ptr(120)},
+		{Lock: "lease", Scenario: "wake", P50us: ptr(90)},
+		{Lock: "rueidislock", Scenario: "wake", P50us: ptr(80)},
+		{Lock: "redislock", Scenario: "wake", P50us: ptr(8000)},
+		{Lock: "lease", Scenario: "waiters", Workers: 1000, Keys: 100, Conns: iptr(30), PubSubConns: iptr(1000)},
+		{Lock: "redislock", Scenario: "parallel", OpsPerSec: ptr(9000)}, // lease's figure missing
+	}
+	got := map[string]Target{}
+	for _, tg := range targets(rs) {
+		got[tg.Name] = tg
+	}
+	want := map[string]string{
+		"lease hotkey (8 workers) ≥ 1.15× best peer":    "met",    // 600/500
+		"lease hotkey64 (64 workers) ≥ 1.15× best peer": "MISSED", // 500/500
+		"lease parallel ≥ best peer":                    "n/a",
+		"lease uncontended p50 ≤ 1.05× best peer":       "met",    // 104/100
+		"lease wake p50 ≤ best peer":                    "MISSED", // 90/80
+		"lease waiters: ≤ 2 pub/sub conns per Client":   "MISSED",
+	}
+	for name, v := range want {
+		tg, ok := got[name]
+		if !ok {
+			t.Errorf("no target %q", name)
+			continue
+		}
+		if tg.verdict() != v {
+			t.Errorf("%s: %s (%s), want %s", name, tg.verdict(), tg.Measured, v)
+		}
+	}
+	if m := got["lease hotkey (8 workers) ≥ 1.15× best peer"].Measured; !strings.Contains(m, "rueidislock 500") {
+		t.Errorf("hotkey target names the wrong best peer: %s", m)
+	}
+	if m := got["lease uncontended p50 ≤ 1.05× best peer"].Measured; !strings.Contains(m, "redsync-1 100.0") {
+		t.Errorf("uncontended target names the wrong best peer: %s", m)
+	}
+}
+
+// TestReportWaiters checks that the waiters and hotkey64 rows reach the
+// table and the HTML.
+func TestReportWaiters(t *testing.T) {
+	rep := &Report{Command: "go run ./bench perf", Versions: map[string]string{},
+		Results: []Result{
+			{Lock: "lease", Scenario: "hotkey64", Workers: 64, OpsPerSec: ptr(700), MinShare: ptr(0.01), MaxShare: ptr(0.02)},
+			{Lock: "lease", Scenario: "waiters", Workers: 1000, Keys: 100, Samples: 1000, Conns: iptr(21), PubSubConns: iptr(1),
+				ServerConns: iptr(40), CPUPerSec: ptr(0.02), AllAcquiredMs: ptr(12.5)},
+			{Lock: "rueidislock", Scenario: "waiters", Workers: 1000, Keys: 100, Samples: 990, Errors: 10,
+				Conns: iptr(1), PubSubConns: iptr(0), ServerConns: iptr(20), CPUPerSec: ptr(0.001)},
+			{Lock: "raw", Scenario: "waiters", Skipped: true},
+		}}
+	rep.Targets = targets(rep.Results)
+	var out bytes.Buffer
+	writeTable(&out, rep)
+	table := out.String()
+	for _, s := range []string{"hotkey64 cs/s", "700", "0.020", "12.5", "990", "met    lease waiters"} {
+		if !strings.Contains(table, s) {
+			t.Errorf("table lacks %q:\n%s", s, table)
+		}
+	}
+	path := filepath.Join(t.TempDir(), "perf.html")
+	if err := writeHTML(path, rep); err != nil {
+		t.Fatal(err)
+	}
+	page, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"hotkey64: critical sections", "waiters: connections", "21 conns, 1 pub/sub", "waiters: bench CPU", "12.5 ms"} {
+		if !bytes.Contains(page, []byte(s)) {
+			t.Errorf("HTML lacks %q", s)
+		}
 	}
 }

@@ -25,6 +25,7 @@ type Report struct {
 	Elapsed   string            `json:"elapsed"`
 	Machine   Machine           `json:"machine"`
 	Versions  map[string]string `json:"versions"`
+	Locks     map[string]string `json:"locks,omitempty"` // each lock's setup, by name
 	Results   []Result          `json:"results"`
 	Targets   []Target          `json:"targets"`
 }
@@ -71,7 +72,7 @@ func versions() map[string]string {
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		for _, d := range bi.Deps {
 			switch d.Path {
-			case "github.com/go-redsync/redsync/v4", "github.com/bsm/redislock",
+			case "github.com/go-redsync/redsync/v4", "github.com/bsm/redislock", "github.com/redis/rueidis",
 				"github.com/redis/go-redis/v9", "github.com/jackc/pgx/v5":
 				v[d.Path] = d.Version
 			}
@@ -133,6 +134,28 @@ func fmtOps(p *float64) string {
 	return fmt.Sprintf("%.0f", *p)
 }
 
+func fmtInt(p *int) string {
+	if p == nil {
+		return "—"
+	}
+	return fmt.Sprintf("%d", *p)
+}
+
+// fmtCPU formats CPU seconds per second.
+func fmtCPU(p *float64) string {
+	if p == nil {
+		return "—"
+	}
+	return fmt.Sprintf("%.3f", *p)
+}
+
+func fmtMs(p *float64) string {
+	if p == nil {
+		return "—"
+	}
+	return fmt.Sprintf("%.1f", *p)
+}
+
 func fmtShare(p *float64) string {
 	if p == nil {
 		return "—"
@@ -164,29 +187,59 @@ func writeTable(w io.Writer, rep *Report) {
 	}
 	fmt.Fprintf(w, ", %s servers)\n\n", m.Servers)
 
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "lock\tuncontended p50 µs\tp99 µs\tparallel ops/s\twake p50 µs\tp99 µs\thotkey cs/s\tmin share\tmax share\terrors\t")
-	for _, n := range lockRows(rep.Results) {
-		u, p, wk, h := find(rep.Results, n, "uncontended"), find(rep.Results, n, "parallel"),
-			find(rep.Results, n, "wake"), find(rep.Results, n, "hotkey")
-		errs := 0
-		for _, r := range rep.Results {
-			if r.Lock == n {
-				errs += r.Errors
-			}
+	var main []Result // the scenarios of the main table
+	for _, r := range rep.Results {
+		if r.Scenario != "waiters" {
+			main = append(main, r)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t\n", n,
-			fmtUs(field(u, func(r *Result) *float64 { return r.P50us })),
-			fmtUs(field(u, func(r *Result) *float64 { return r.P99us })),
-			fmtOps(field(p, func(r *Result) *float64 { return r.OpsPerSec })),
-			fmtUs(field(wk, func(r *Result) *float64 { return r.P50us })),
-			fmtUs(field(wk, func(r *Result) *float64 { return r.P99us })),
-			fmtOps(field(h, func(r *Result) *float64 { return r.OpsPerSec })),
-			fmtShare(field(h, func(r *Result) *float64 { return r.MinShare })),
-			fmtShare(field(h, func(r *Result) *float64 { return r.MaxShare })),
-			errs)
 	}
-	tw.Flush()
+	var tw *tabwriter.Writer
+	if rows := lockRows(main); len(rows) > 0 {
+		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "lock\tuncontended p50 µs\tp99 µs\tparallel ops/s\twake p50 µs\tp99 µs\t"+
+			"hotkey cs/s\tmin share\tmax share\thotkey64 cs/s\tmin share\tmax share\terrors\t")
+		for _, n := range rows {
+			u, p, wk := find(rep.Results, n, "uncontended"), find(rep.Results, n, "parallel"), find(rep.Results, n, "wake")
+			errs := 0
+			for _, r := range rep.Results {
+				if r.Lock == n && r.Scenario != "waiters" { // waiters has its own table
+					errs += r.Errors
+				}
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t", n,
+				fmtUs(field(u, func(r *Result) *float64 { return r.P50us })),
+				fmtUs(field(u, func(r *Result) *float64 { return r.P99us })),
+				fmtOps(field(p, func(r *Result) *float64 { return r.OpsPerSec })),
+				fmtUs(field(wk, func(r *Result) *float64 { return r.P50us })),
+				fmtUs(field(wk, func(r *Result) *float64 { return r.P99us })))
+			for _, hr := range hotkeyRuns {
+				h := find(rep.Results, n, hr.scenario)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t",
+					fmtOps(field(h, func(r *Result) *float64 { return r.OpsPerSec })),
+					fmtShare(field(h, func(r *Result) *float64 { return r.MinShare })),
+					fmtShare(field(h, func(r *Result) *float64 { return r.MaxShare })))
+			}
+			fmt.Fprintf(tw, "%d\t\n", errs)
+		}
+		tw.Flush()
+	}
+
+	var ws []Result
+	for _, r := range rep.Results {
+		if r.Scenario == "waiters" && !r.Skipped {
+			ws = append(ws, r)
+		}
+	}
+	if len(ws) > 0 {
+		fmt.Fprintln(w)
+		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "waiters\twaiting\tkeys\tconns\tpub/sub\tserver conns\tCPU s/s\tacquired\tall acquired ms\terrors\t")
+		for _, r := range ws {
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%s\t%d\t%s\t%d\t\n", r.Lock, r.Workers, r.Keys,
+				fmtInt(r.Conns), fmtInt(r.PubSubConns), fmtInt(r.ServerConns), fmtCPU(r.CPUPerSec), r.Samples, fmtMs(r.AllAcquiredMs), r.Errors)
+		}
+		tw.Flush()
+	}
 
 	var pg []Result
 	for _, r := range rep.Results {
@@ -203,14 +256,17 @@ func writeTable(w io.Writer, rep *Report) {
 		}
 		tw.Flush()
 	}
-	fmt.Fprintln(w, "\nwake: raw and naive have no waiting acquire. hotkey: 8 workers on one key, 1 ms held; fair share 0.125.")
+	fmt.Fprintln(w, "\nwake, hotkey, waiters: raw and naive have no waiting acquire. hotkey: 8 workers on one key, 1 ms held; fair share 0.125; hotkey64: 64 workers, fair 0.016.")
+	if len(ws) > 0 {
+		fmt.Fprintln(w, "waiters: conns and pub/sub are the lock's own client's connections (CLIENT LIST, by name) while they wait; CPU s/s is the bench process's CPU time per wall second then; all acquired is from the holders' release to the last waiter's acquire.")
+	}
 	if rep.Quick {
 		fmt.Fprintln(w, "-quick: small samples (wake < 100); a smoke run, not figures to quote.")
 	}
 	if len(rep.Targets) > 0 {
 		fmt.Fprintln(w, "\ntargets:")
 		for _, t := range rep.Targets {
-			fmt.Fprintf(w, "  %-6s %-44s %s\n", t.verdict(), t.Name, t.Measured)
+			fmt.Fprintf(w, "  %-6s %-48s %s\n", t.verdict(), t.Name, t.Measured)
 		}
 	}
 }

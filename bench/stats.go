@@ -16,10 +16,23 @@ type Result struct {
 	Samples   int      `json:"samples,omitempty"`
 	MinShare  *float64 `json:"min_share,omitempty"` // hotkey: smallest worker's share of the critical sections
 	MaxShare  *float64 `json:"max_share,omitempty"` // hotkey: largest worker's share
-	Errors    int      `json:"errors,omitempty"`
-	FirstErr  string   `json:"first_error,omitempty"`
-	Skipped   bool     `json:"skipped,omitempty"`
-	Note      string   `json:"note,omitempty"`
+	Workers   int      `json:"workers,omitempty"`   // hotkey, waiters: goroutines
+	Keys      int      `json:"keys,omitempty"`      // waiters: keys they wait on
+	// waiters: connections of the lock's own client(s) (found in CLIENT LIST
+	// by their name), of those the ones in pub/sub, and every connection on
+	// the lock's servers; the largest of two reads while the waiters wait.
+	Conns       *int `json:"conns,omitempty"`
+	PubSubConns *int `json:"pubsub_conns,omitempty"`
+	ServerConns *int `json:"server_conns,omitempty"`
+	// waiters: the bench process's CPU time (user+system) per second of wall
+	// time while the waiters wait, and the time from the holders' release to
+	// the last waiter's acquire (nil unless every waiter got the lock).
+	CPUPerSec     *float64 `json:"cpu_per_sec,omitempty"`
+	AllAcquiredMs *float64 `json:"all_acquired_ms,omitempty"`
+	Errors        int      `json:"errors,omitempty"`
+	FirstErr      string   `json:"first_error,omitempty"`
+	Skipped       bool     `json:"skipped,omitempty"`
+	Note          string   `json:"note,omitempty"`
 }
 
 // errorLog counts errors and keeps the first, for the report.
@@ -45,6 +58,8 @@ func (e *errorLog) fill(r *Result) {
 }
 
 func ptr(f float64) *float64 { return &f }
+
+func iptr(n int) *int { return &n }
 
 // setLatency fills p50 and p99 (nearest rank) from samples.
 func (r *Result) setLatency(samples []time.Duration) {

@@ -261,7 +261,7 @@ func notAcquired(ctx context.Context, name string, cause error) error {
 // good, the lock expires after its ttl.
 func (c *Client) releaseAfterLostReply(ctx context.Context, req request) error {
 	return lifetime.Detach(ctx, releaseTimeout, lifetime.CleanupBound(req.ttl), func(ctx context.Context) error {
-		_, err := script.ReleaseFair(ctx, c.rdb, req.keys, req.args.Holder, req.args)
+		_, err := script.Leave(ctx, c.rdb, req.keys, req.args.Holder, req.args)
 		return err
 	})
 }

@@ -21,7 +21,7 @@ func TestCluster(t *testing.T) {
 	cl := testenv.NewCluster(t, 3)
 	rdb := cl.Client()
 	t.Cleanup(func() { rdb.Close() })
-	c, err := lease.New(rdb, lease.WithBackoff(10*time.Second, 10*time.Second))
+	c, err := lease.New(rdb, lease.WithBackoff(10*time.Second, 10*time.Second), lease.WithCounterTTL(0))
 	require.NoError(t, err)
 	ctx := t.Context()
 

@@ -194,7 +194,7 @@ func TestRefreshAndReleaseAreSerialised(t *testing.T) {
 // is asserted at compile time in its package); here the single lease
 // through it.
 func TestInterface(t *testing.T) {
-	c := newClient(t)
+	c := countingClient(t)
 	var li lease.Interface
 	l, err := c.TryAcquire(t.Context(), name(t), time.Minute)
 	require.NoError(t, err)

@@ -51,7 +51,7 @@ func TestFailoverToLaggingReplica(t *testing.T) {
 		primary, replica := testenv.NewReplicated(t)
 		pc, rc := fastClient(t, primary), fastClient(t, replica)
 		v := verifier.NewMemory()
-		a, err := lease.New(pc)
+		a, err := lease.New(pc, lease.WithCounterTTL(0)) // a counter that can go backwards
 		require.NoError(t, err)
 		for i := 0; i < 3; i++ {
 			l, err := a.TryAcquire(ctx, lock, time.Minute)
@@ -73,7 +73,7 @@ func TestFailoverToLaggingReplica(t *testing.T) {
 		require.NoError(t, replica.Resume())
 		require.NoError(t, replica.Promote(ctx))
 
-		b, err := lease.New(rc)
+		b, err := lease.New(rc, lease.WithCounterTTL(0))
 		require.NoError(t, err)
 		second, err := b.TryAcquire(ctx, lock, time.Minute)
 		require.NoError(t, err, "the promoted replica never saw the lock")
@@ -142,7 +142,7 @@ func TestClockFloor(t *testing.T) {
 	require.NoError(t, l.Release(ctx))
 
 	// Without the floor, a lost counter starts again from 1.
-	plain := newClient(t)
+	plain := countingClient(t)
 	require.NoError(t, shared.Del(ctx, counter).Err())
 	l, err = plain.TryAcquire(ctx, n, time.Minute)
 	require.NoError(t, err)
@@ -150,7 +150,7 @@ func TestClockFloor(t *testing.T) {
 	require.NoError(t, l.Release(ctx))
 	ttl, err = shared.PTTL(ctx, counter).Result()
 	require.NoError(t, err)
-	assert.Equal(t, time.Duration(-1), ttl, "no ttl on counters by default")
+	assert.Equal(t, time.Duration(-1), ttl, "no ttl on counters with WithCounterTTL(0)")
 }
 
 // TestDurabilityOptionsOnCluster: clock floor, counter ttl and replica
@@ -194,7 +194,7 @@ func TestDurabilityOptionsOnCluster(t *testing.T) {
 
 func TestReissue(t *testing.T) {
 	ctx := t.Context()
-	c := newClient(t)
+	c := countingClient(t)
 	n := name(t)
 	l, err := c.TryAcquire(ctx, n, time.Minute)
 	require.NoError(t, err)

@@ -291,7 +291,7 @@ func TestFairCluster(t *testing.T) {
 // TestUnfairWakesAndBarges: WithFair(false) keeps no queue; waiters still
 // get the lock, one release at a time.
 func TestUnfairWakesAndBarges(t *testing.T) {
-	c := newClient(t, lease.WithFair(false))
+	c := countingClient(t, lease.WithFair(false))
 	n := name(t)
 	mutualExclusion(t, c, n, 8, 20)
 	assert.Zero(t, queued(t, shared, n), "no queue")

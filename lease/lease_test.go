@@ -18,7 +18,7 @@ import (
 )
 
 func TestMutualExclusion(t *testing.T) {
-	c := newClient(t)
+	c := countingClient(t)
 	mutualExclusion(t, c, name(t), 16, 40)
 }
 
@@ -77,7 +77,7 @@ func mutualExclusion(t *testing.T, c *lease.Client, lock string, workers, rounds
 }
 
 func TestTryAcquireHeld(t *testing.T) {
-	c := newClient(t)
+	c := countingClient(t)
 	n := name(t)
 	a, err := c.TryAcquire(t.Context(), n, time.Minute)
 	require.NoError(t, err)
@@ -225,7 +225,7 @@ func TestWaiterAfterExpiry(t *testing.T) {
 }
 
 func TestAcquireContextEnds(t *testing.T) {
-	c := newClient(t)
+	c := countingClient(t)
 	n := name(t)
 	a, err := c.TryAcquire(t.Context(), n, time.Minute)
 	require.NoError(t, err)
@@ -248,7 +248,7 @@ func TestAcquireContextEnds(t *testing.T) {
 }
 
 func TestReacquireWithHolder(t *testing.T) {
-	c := newClient(t)
+	c := countingClient(t)
 	n := name(t)
 	a, err := c.TryAcquire(t.Context(), n, 10*time.Second)
 	require.NoError(t, err)
@@ -273,7 +273,7 @@ func TestReacquireWithHolder(t *testing.T) {
 }
 
 func TestInspectAndAdvance(t *testing.T) {
-	c := newClient(t)
+	c := countingClient(t)
 	n := name(t)
 	info, err := c.Inspect(t.Context(), n)
 	require.NoError(t, err)
@@ -362,14 +362,14 @@ func TestLostReplyReleases(t *testing.T) {
 	rdb := r.Client()
 	defer rdb.Close()
 	// Load the scripts first, so the first EVALSHA is the acquire.
-	warm, err := lease.New(rdb)
+	warm, err := lease.New(rdb, lease.WithCounterTTL(0))
 	require.NoError(t, err)
 	l, err := warm.TryAcquire(t.Context(), "warm", time.Second)
 	require.NoError(t, err)
 	require.NoError(t, l.Release(t.Context()))
 
 	rdb.AddHook(&lostReply{})
-	c, err := lease.New(rdb)
+	c, err := lease.New(rdb, lease.WithCounterTTL(0))
 	require.NoError(t, err)
 	_, err = c.TryAcquire(t.Context(), "k", time.Hour)
 	require.ErrorIs(t, err, context.DeadlineExceeded)
@@ -432,7 +432,7 @@ func TestRedisStoppedMidRun(t *testing.T) {
 
 func TestScriptFlushSurvived(t *testing.T) {
 	_, rdb := ownRedis(t)
-	c, err := lease.New(rdb)
+	c, err := lease.New(rdb, lease.WithCounterTTL(0))
 	require.NoError(t, err)
 	ctx := t.Context()
 	for i := 0; i < 3; i++ {

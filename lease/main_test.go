@@ -41,6 +41,14 @@ func newClient(t testing.TB, opts ...lease.Option) *lease.Client {
 	return c
 }
 
+// countingClient returns a lease client on the shared Redis whose tokens
+// count 1, 2, 3...: counters that never expire (and so never start from the
+// clock), for the tests of the counter's arithmetic.
+func countingClient(t testing.TB, opts ...lease.Option) *lease.Client {
+	t.Helper()
+	return newClient(t, append([]lease.Option{lease.WithCounterTTL(0)}, opts...)...)
+}
+
 // name returns a lock name unique to this test run.
 func name(t testing.TB) string {
 	return t.Name() + "/" + uuid.NewString()[:8]

@@ -33,6 +33,7 @@ func defaultConfig() config {
 		minBackoff:  10 * time.Millisecond,
 		maxBackoff:  time.Second,
 		fair:        true,
+		counterTTL:  DefaultCounterTTL,
 	}
 }
 
@@ -95,19 +96,33 @@ func WithBackoff(min, max time.Duration) Option {
 
 // WithClockFloor makes every acquire lift the lock's counter to the Redis
 // server's clock (TIME, in microseconds) before incrementing it, so tokens
-// keep growing even if the counter is lost (restart without persistence,
-// failover to a replica that never saw it, eviction), as long as the serving
-// Redis clock is not behind the old one. Tokens then look like timestamps
-// (about 1.8e15 today, well below 2^53). Off by default.
+// keep growing even when the counter went backwards while it still exists
+// (a failover to a replica that missed the last increments), as long as the
+// serving Redis clock is not behind the old one. A missing counter starts
+// from the clock anyway when counters expire (see WithCounterTTL). Off by
+// default.
 func WithClockFloor(on bool) Option {
 	return func(c *config) error { c.clockFloor = on; return nil }
 }
 
-// WithCounterTTL gives counter keys a ttl, refreshed on every acquire, so
-// that many one-off lock names do not leave counters behind forever. Only
-// safe together with WithClockFloor (or a verifier and Advance), because an
-// expired counter starts again from the floor. Zero, the default, keeps
-// counters forever.
+// DefaultCounterTTL is how long a lock's counter lives after its last
+// acquire unless WithCounterTTL says otherwise.
+const DefaultCounterTTL = time.Hour
+
+// WithCounterTTL sets the ttl of counter keys, refreshed on every acquire,
+// so that many one-off lock names do not leave counters behind forever. A
+// counter that may expire starts, whenever it is missing (expired, or lost
+// in a restart without persistence or an eviction), from the server's clock
+// in microseconds: above every token it issued before, as long as the
+// server's clock did not step back by more than the time that passed.
+// Tokens then look like timestamps (about 1.8e15 today, well below 2^53).
+//
+// The default is DefaultCounterTTL (1h). Zero keeps counters forever and
+// counts tokens 1, 2, 3...; a lost counter then starts again at 1, and the
+// verifier refuses the new holders until heal.Write or Advance lifts it.
+// The other keys of a lock never outlive it: the lock key is deleted on
+// release or expires with the lease, and a fair lock's queue expires 2s
+// after its last waiter.
 func WithCounterTTL(d time.Duration) Option {
 	return func(c *config) error {
 		if d < 0 || (d > 0 && d < time.Millisecond) {

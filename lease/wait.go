@@ -127,7 +127,7 @@ func (c *Client) handedOff(req request, u wakeup) *Lease {
 // both. It runs in the background, bounded, when ctx has ended.
 func (c *Client) leave(ctx context.Context, req request) {
 	_ = lifetime.Detach(ctx, releaseTimeout, lifetime.CleanupBound(req.ttl), func(ctx context.Context) error {
-		_, err := script.ReleaseFair(ctx, c.rdb, req.keys, req.args.Holder, req.args)
+		_, err := script.Leave(ctx, c.rdb, req.keys, req.args.Holder, req.args)
 		return err
 	})
 }

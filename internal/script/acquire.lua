@@ -49,5 +49,5 @@ local seq = next_seq(ARGV[3], ARGV[4])
 if not seq then
   return redis.error_reply('fencelock: counter past 2^53-1')
 end
-redis.call('SET', KEYS[1], prefix .. seq, 'PX', ARGV[2])
+redis.call('SET', KEYS[1], prefix .. string.format('%d', seq), 'PX', ARGV[2])
 return {1, seq}

@@ -8,23 +8,25 @@ local function now_us()
   return tonumber(t[1]) * 1000000 + tonumber(t[2])
 end
 
--- next_seq is the next token Seq: the counter lifted to the clock floor
--- (when clock_floor is '1'), incremented, its ttl set (unless counter_ttl
--- is '0'). Returns nil past 2^53-1.
+-- next_seq is the next token Seq, which the counter takes: one more than
+-- the counter, or the server's clock in microseconds when that is more and
+-- either clock_floor is '1' or the counter is missing and may expire
+-- (counter_ttl is not '0'). So a counter that expired, or was lost, starts
+-- again above every token it issued, as long as the clock did not step
+-- back. Returns nil past 2^53-1.
 local function next_seq(clock_floor, counter_ttl)
-  if clock_floor == '1' then
-    local floor = now_us()
-    local c = tonumber(redis.call('GET', KEYS[2]) or '0')
-    if c < floor then
-      redis.call('SET', KEYS[2], floor)
-    end
+  local c = redis.call('GET', KEYS[2])
+  local seq = tonumber(c or '0') + 1
+  if clock_floor == '1' or (not c and counter_ttl ~= '0') then
+    seq = math.max(seq, now_us())
   end
-  local seq = redis.call('INCR', KEYS[2])
   if seq > 9007199254740991 then
     return nil
   end
   if counter_ttl ~= '0' then
-    redis.call('PEXPIRE', KEYS[2], counter_ttl)
+    redis.call('SET', KEYS[2], string.format('%d', seq), 'PX', counter_ttl)
+  else
+    redis.call('SET', KEYS[2], string.format('%d', seq))
   end
   return seq
 end
@@ -32,12 +34,13 @@ end
 -- live_head returns the first waiter whose ticket has not expired and the
 -- ttl it asked for, dropping expired tickets on the way; nil when none.
 local function live_head()
-  local now = math.floor(now_us() / 1000)
+  local now
   while true do
     local h = redis.call('ZRANGE', KEYS[3], 0, 0)[1]
     if not h then
       return nil
     end
+    now = now or math.floor(now_us() / 1000)
     local t = redis.call('HGET', KEYS[4], h)
     if t then
       local sep = string.find(t, ':', 1, true)
@@ -64,7 +67,11 @@ local function enqueue(holder, ttl, ticket_ms)
 end
 
 local function dequeue(holder)
-  redis.call('ZREM', KEYS[3], holder)
-  redis.call('HDEL', KEYS[4], holder)
+  if redis.call('ZREM', KEYS[3], holder) == 1 then
+    redis.call('HDEL', KEYS[4], holder)
+  end
 end
 
+-- Lua's own number-to-string conversion keeps 14 digits: clock-floor
+-- tokens (about 1.8e15) must be formatted with string.format('%d', seq)
+-- wherever a script writes them into a string.

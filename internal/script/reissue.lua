@@ -20,5 +20,5 @@ local seq = redis.call('INCR', KEYS[2])
 if seq > 9007199254740991 then
   return redis.error_reply('fencelock: counter past 2^53-1')
 end
-redis.call('SET', KEYS[1], prefix .. seq, 'KEEPTTL')
+redis.call('SET', KEYS[1], prefix .. string.format('%d', seq), 'KEEPTTL')
 return seq

@@ -1,13 +1,14 @@
 -- Release a lease if the holder still has it, and pass the lock on.
 -- KEYS[1] lock, KEYS[2] counter, KEYS[3] queue, KEYS[4] tickets.
 -- ARGV[1] holder id, ARGV[2] wake-up channel, ARGV[3] "1" for a fair lock,
--- ARGV[4] clock floor "1", ARGV[5] counter ttl in ms (as for acquire).
+-- ARGV[4] clock floor "1", ARGV[5] counter ttl in ms (as for acquire),
+-- ARGV[6] "1" when a waiter gives up: its ticket is dropped too.
 -- A fair lock goes straight to the live head of the queue, with a new token,
--- and the message on the channel is "holder:seq" for that waiter alone;
--- otherwise the message is "" and wakes one waiter per subscribed client.
--- The holder's own ticket, if any, is dropped either way (a waiter giving up).
+-- and the message on the channel is "holder:seq" for that waiter alone (no
+-- message when nobody is queued); an unfair release publishes "", which
+-- wakes one waiter per subscribed client.
 -- Returns 1 when released, 0 when the lock is gone or held by another.
-if ARGV[3] == '1' then
+if ARGV[6] == '1' then
   dequeue(ARGV[1])
 end
 local v = redis.call('GET', KEYS[1])
@@ -23,11 +24,12 @@ if ARGV[3] == '1' then
     if not seq then
       return redis.error_reply('fencelock: counter past 2^53-1')
     end
-    redis.call('SET', KEYS[1], head .. ':' .. seq, 'PX', ttl)
+    redis.call('SET', KEYS[1], head .. ':' .. string.format('%d', seq), 'PX', ttl)
     dequeue(head)
-    redis.call('PUBLISH', ARGV[2], head .. ':' .. seq)
-    return 1
+    redis.call('PUBLISH', ARGV[2], head .. ':' .. string.format('%d', seq))
   end
+  -- Every fair waiter is queued: with nobody queued, nobody to wake.
+  return 1
 end
 redis.call('PUBLISH', ARGV[2], '')
 return 1

@@ -137,10 +137,20 @@ func Release(ctx context.Context, c redis.Scripter, k Keys, holder string) (bool
 
 // ReleaseFair is Release for a lock whose acquires use a (Fair, ClockFloor
 // and CounterTTL as in a): a fair lock goes straight to the live head of the
-// queue with a new token, and the message names that waiter. It also drops
-// holder's own ticket, so a waiter that gives up calls it too.
+// queue with a new token, and the message names that waiter.
 func ReleaseFair(ctx context.Context, c redis.Scripter, k Keys, holder string, a AcquireArgs) (bool, error) {
-	n, err := release.Run(ctx, c, k.all(), holder, k.Channel, flag(a.Fair), flag(a.ClockFloor), ms(a.CounterTTL)).Int64()
+	return releaseRun(ctx, c, k, holder, a, false)
+}
+
+// Leave is ReleaseFair for a waiter that gives up: it also drops holder's
+// ticket, and if the lock was handed to holder meanwhile, passes it on.
+func Leave(ctx context.Context, c redis.Scripter, k Keys, holder string, a AcquireArgs) (bool, error) {
+	return releaseRun(ctx, c, k, holder, a, true)
+}
+
+func releaseRun(ctx context.Context, c redis.Scripter, k Keys, holder string, a AcquireArgs, leave bool) (bool, error) {
+	n, err := release.Run(ctx, c, k.all(), holder, k.Channel, flag(a.Fair), flag(a.ClockFloor), ms(a.CounterTTL),
+		flag(leave)).Int64()
 	return n == 1, err
 }
 
