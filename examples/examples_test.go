@@ -5,6 +5,8 @@ package examples_test
 import (
 	"context"
 	"os/exec"
+	"regexp"
+	"strconv"
 	"testing"
 	"time"
 
@@ -17,7 +19,7 @@ func TestExamples(t *testing.T) {
 		t.Skip("runs every example with go run; skipped with -short")
 	}
 	cases := map[string][]string{
-		"basic":     {"client 2 got it", "token 2 > 1"},
+		"basic":     {"client 2 got it", "can now refuse client 1's writes"},
 		"gcpause":   {`the file now says "written by client 1 (stale)"`, "rejected: verifier: stale token", `with the verifier    the file says "written by client 2"`},
 		"ledger":    {"the invariant holds", "stale writes rejected"},
 		"httpstore": {"409 Conflict", "400 Bad Request", "only the current holder's write landed"},
@@ -33,6 +35,14 @@ func TestExamples(t *testing.T) {
 			for _, w := range want {
 				assert.Contains(t, string(out), w)
 			}
+			if m := tokenOrder.FindStringSubmatch(string(out)); name == "basic" && assert.NotNil(t, m, "%s", out) {
+				second, _ := strconv.ParseUint(m[1], 10, 64)
+				first, _ := strconv.ParseUint(m[2], 10, 64)
+				assert.Greater(t, second, first, "the waiter's token is newer")
+			}
 		})
 	}
 }
+
+// tokenOrder matches the basic example's "token SECOND > FIRST".
+var tokenOrder = regexp.MustCompile(`token (\d+) > (\d+)`)

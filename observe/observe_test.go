@@ -106,6 +106,9 @@ func TestLeaseEvents(t *testing.T) {
 		n, _ := rdb.PubSubNumSub(ctx, "fencelock:{jobs/a}:release").Result()
 		return n["fencelock:{jobs/a}:release"] == 1
 	}, 5*time.Second, 5*time.Millisecond, "the waiter subscribed")
+	// Let it make its next try and wait for the release message (a release
+	// before that try is picked up by the try: no handoff message).
+	time.Sleep(100 * time.Millisecond)
 	require.NoError(t, l.Refresh(ctx, time.Minute))
 	require.NoError(t, l.Release(ctx))
 	w := <-got
