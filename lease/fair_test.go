@@ -296,3 +296,49 @@ func TestUnfairWakesAndBarges(t *testing.T) {
 	mutualExclusion(t, c, n, 8, 20)
 	assert.Zero(t, queued(t, shared, n), "no queue")
 }
+
+// TestWaiterWithoutSubscription: with the client's pub/sub connection
+// killed while a waiter waits, the release's message is lost, and the
+// waiter still gets the lock (its next try finds it handed over); go-redis
+// reconnects and subscribes again for the next waiter.
+func TestWaiterWithoutSubscription(t *testing.T) {
+	r := testenv.NewRedis(t)
+	rdb := r.Client()
+	t.Cleanup(func() { rdb.Close() })
+	admin := r.Client()
+	t.Cleanup(func() { admin.Close() })
+	c, err := lease.New(rdb)
+	require.NoError(t, err)
+	ctx := t.Context()
+	n := name(t)
+
+	for round := range 2 {
+		holder, err := c.TryAcquire(ctx, n, time.Minute)
+		require.NoError(t, err)
+		got := make(chan *lease.Lease, 1)
+		go func() {
+			l, err := c.Acquire(ctx, n, time.Minute)
+			assert.NoError(t, err)
+			got <- l
+		}()
+		waitQueued(t, rdb, n, 1)
+		require.Eventually(t, func() bool {
+			m, err := admin.PubSubNumSub(ctx, script.KeysFor("fencelock:", n).Channel).Result()
+			return err == nil && m[script.KeysFor("fencelock:", n).Channel] == 1
+		}, 5*time.Second, 2*time.Millisecond, "round %d: subscribed", round)
+		if round == 0 {
+			killed, err := admin.ClientKillByFilter(ctx, "TYPE", "pubsub").Result()
+			require.NoError(t, err)
+			require.Equal(t, int64(1), killed)
+		}
+		require.NoError(t, holder.Release(ctx))
+		select {
+		case l := <-got:
+			require.NotNil(t, l)
+			assert.Greater(t, l.Token().Seq, holder.Token().Seq)
+			require.NoError(t, l.Release(ctx))
+		case <-time.After(10 * time.Second):
+			t.Fatalf("round %d: the waiter did not get the lock", round)
+		}
+	}
+}
