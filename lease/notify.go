@@ -146,6 +146,16 @@ func (n *notifier) write(ps *redis.PubSub, kick, done <-chan struct{}) {
 // writeTimeout bounds each SUBSCRIBE or UNSUBSCRIBE.
 const writeTimeout = time.Second
 
+// isReady reports whether the waiter's subscription is confirmed.
+func (w *waiter) isReady() bool {
+	select {
+	case <-w.ready:
+		return true
+	default:
+		return false
+	}
+}
+
 // waitReady waits until the waiter's subscription is confirmed, for at most
 // readyWait, or until ctx ends.
 func (w *waiter) waitReady(ctx context.Context) {

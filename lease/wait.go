@@ -52,34 +52,44 @@ func (c *Client) wait(ctx context.Context, req request, p *emit.Progress) (l *Le
 			}
 		}()
 	}
+	// Listen first: on a lock this client's waiters already listen to, the
+	// subscription is confirmed at once, and a release after the first try
+	// cannot be missed. Otherwise the first try is followed by a second
+	// once the subscription is confirmed, to catch a release in between.
+	w := c.notify.register(req.keys.Channel, req.args.Holder)
+	defer c.notify.unregister(w)
+	listening := w.isReady()
+
 	p.Attempts++
 	l, res, err := c.try(ctx, req)
 	if l != nil || err != nil {
 		return l, err
 	}
-
-	w := c.notify.register(req.keys.Channel, req.args.Holder)
-	defer c.notify.unregister(w)
-	// Wait for the subscription, so that a release published from now on
-	// reaches us; then try again, to catch one that came before.
-	w.waitReady(ctx)
+	if !listening {
+		w.waitReady(ctx)
+	}
 
 	backoff := c.cfg.minBackoff
 	timer := time.NewTimer(0)
 	defer timer.Stop()
-	for {
-		p.Attempts++
-		l, res, err = c.try(ctx, req)
-		if l != nil || err != nil {
-			return l, err
+	for first := listening; ; first = false {
+		if !first {
+			p.Attempts++
+			l, res, err = c.try(ctx, req)
+			if l != nil || err != nil {
+				return l, err
+			}
 		}
 		p.Handoff = false
 		wait := jitter(backoff)
-		if res.PTTL > 0 && res.PTTL+time.Millisecond < wait {
-			wait = res.PTTL + time.Millisecond
-		}
 		if req.args.Fair {
-			wait = min(wait, ticketTTL/3) // the next try renews the ticket
+			// Queued: the release hands the lock over and says so, so
+			// there is nothing to poll for; the next try only renews the
+			// ticket, or finds a handoff whose message was lost.
+			wait = ticketTTL / 3
+		}
+		if res.PTTL > 0 && res.PTTL+time.Millisecond < wait {
+			wait = res.PTTL + time.Millisecond // expires without a release
 		}
 		backoff = min(2*backoff, c.cfg.maxBackoff)
 
