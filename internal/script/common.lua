@@ -34,6 +34,9 @@ end
 -- live_head returns the first waiter whose ticket has not expired and the
 -- ttl it asked for, dropping expired tickets on the way; nil when none.
 local function live_head()
+  if redis.call('EXISTS', KEYS[3]) == 0 then -- the common case, and cheaper than ZRANGE
+    return nil
+  end
   local now
   while true do
     local h = redis.call('ZRANGE', KEYS[3], 0, 0)[1]
