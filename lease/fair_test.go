@@ -95,6 +95,10 @@ func TestFairTryDoesNotJumpTheQueue(t *testing.T) {
 	require.NoError(t, shared.Del(ctx, script.KeysFor("fencelock:", n).Lock).Err())
 	_, err = c.TryAcquire(ctx, n, time.Minute)
 	assert.ErrorIs(t, err, lease.ErrNotAcquired, "a try caller does not jump the queue")
+	var held *lease.HeldError
+	if assert.ErrorAs(t, err, &held) {
+		assert.Negative(t, held.Remaining, "refused for the queue, not for a holder's ttl")
+	}
 	w := <-got
 	require.NotNil(t, w)
 	assert.Greater(t, w.Token().Seq, holder.Token().Seq)
@@ -341,4 +345,26 @@ func TestWaiterWithoutSubscription(t *testing.T) {
 			t.Fatalf("round %d: the waiter did not get the lock", round)
 		}
 	}
+}
+
+// TestFairWithHolderGivingUpKeepsTheLock: a re-acquire under a holder id
+// that still holds the lock, whose context ended, must not release that
+// lock when it leaves the queue.
+func TestFairWithHolderGivingUpKeepsTheLock(t *testing.T) {
+	c := newClient(t)
+	ctx := t.Context()
+	n := name(t)
+	l1, err := c.TryAcquire(ctx, n, time.Minute, lease.WithHolder("worker-1"))
+	require.NoError(t, err)
+	gone, cancel := context.WithCancel(ctx)
+	cancel()
+	_, err = c.Acquire(gone, n, time.Minute, lease.WithHolder("worker-1"))
+	require.ErrorIs(t, err, context.Canceled)
+	time.Sleep(100 * time.Millisecond) // the background leave has run
+	info, err := c.Inspect(ctx, n)
+	require.NoError(t, err)
+	assert.Equal(t, l1.Token(), info.Token, "the lock is still worker-1's")
+	_, err = c.TryAcquire(ctx, n, time.Minute)
+	assert.ErrorIs(t, err, lease.ErrNotAcquired, "nobody else gets it")
+	require.NoError(t, l1.Release(ctx))
 }

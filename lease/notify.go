@@ -30,6 +30,11 @@ type notifier struct {
 	done   chan struct{} // closed when ps is closed
 	chans  map[string]*subscribers
 	linger *time.Timer // closes ps when no channel is wanted
+	// live are the channels the server confirmed and that no UNSUBSCRIBE
+	// has been decided for: a waiter that wants one again is listening at
+	// once. dropping are those with an UNSUBSCRIBE not yet confirmed: a
+	// late "subscribe" reply for them says nothing about the future.
+	live, dropping map[string]bool
 }
 
 // notifierLinger is how long the pub/sub connection stays open with no
@@ -72,11 +77,14 @@ func (n *notifier) register(channel, holder string) *waiter {
 		n.linger = nil
 	}
 	if n.chans == nil {
-		n.chans = map[string]*subscribers{}
+		n.chans, n.live, n.dropping = map[string]*subscribers{}, map[string]bool{}, map[string]bool{}
 	}
 	s := n.chans[channel]
 	if s == nil {
 		s = &subscribers{ready: make(chan struct{})}
+		if n.live[channel] && n.ps != nil { // wanted again before the writer dropped it
+			close(s.ready)
+		}
 		n.chans[channel] = s
 		n.changed()
 	}
@@ -123,6 +131,8 @@ func (n *notifier) write(ps *redis.PubSub, kick, done <-chan struct{}) {
 		for ch := range have {
 			if n.chans[ch] == nil {
 				drop = append(drop, ch)
+				delete(n.live, ch)
+				n.dropping[ch] = true
 			}
 		}
 		n.mu.Unlock()
@@ -134,10 +144,15 @@ func (n *notifier) write(ps *redis.PubSub, kick, done <-chan struct{}) {
 			}
 		}
 		if len(drop) > 0 {
-			_ = ps.Unsubscribe(ctx, drop...)
+			err := ps.Unsubscribe(ctx, drop...)
+			n.mu.Lock()
 			for _, ch := range drop {
 				delete(have, ch)
+				if err != nil { // no reply will come to clear it
+					delete(n.dropping, ch)
+				}
 			}
+			n.mu.Unlock()
 		}
 		cancel()
 	}
@@ -157,7 +172,8 @@ func (w *waiter) isReady() bool {
 }
 
 // waitReady waits until the waiter's subscription is confirmed, for at most
-// readyWait, or until ctx ends.
+// readyWait, or until ctx ends or a wake-up arrives (which it leaves for the
+// caller to read).
 func (w *waiter) waitReady(ctx context.Context) {
 	t := time.NewTimer(readyWait)
 	defer t.Stop()
@@ -165,6 +181,21 @@ func (w *waiter) waitReady(ctx context.Context) {
 	case <-w.ready:
 	case <-t.C:
 	case <-ctx.Done():
+	case u := <-w.wake:
+		w.putBack(u)
+	}
+}
+
+// putBack returns a wake-up that waitReady took: a handoff replaces
+// whatever came meanwhile, a plain wake-up yields to it.
+func (w *waiter) putBack(u wakeup) {
+	if strings.Contains(u.payload, ":") {
+		replace(w.wake, u)
+		return
+	}
+	select {
+	case w.wake <- u:
+	default:
 	}
 }
 
@@ -190,16 +221,22 @@ func (n *notifier) unregister(w *waiter) {
 	}
 }
 
-// closeIfIdle closes the connection if still no channel is wanted.
+// closeIfIdle closes the connection if still no channel is wanted. The
+// close itself runs outside n.mu: it waits for go-redis's own lock, which a
+// write or a reconnect may hold for a while.
 func (n *notifier) closeIfIdle() {
 	n.mu.Lock()
-	defer n.mu.Unlock()
 	if len(n.chans) > 0 || n.ps == nil {
+		n.mu.Unlock()
 		return
 	}
-	close(n.done)    // ends the writer
-	_ = n.ps.Close() // ends the dispatcher
+	ps := n.ps
+	close(n.done) // ends the writer
 	n.ps, n.linger = nil, nil
+	clear(n.live)
+	clear(n.dropping)
+	n.mu.Unlock()
+	_ = ps.Close() // ends the dispatcher
 }
 
 // dispatch reads ps until it is closed and hands each message to one
@@ -208,23 +245,35 @@ func (n *notifier) dispatch(ps *redis.PubSub) {
 	for m := range ps.ChannelWithSubscriptions() {
 		switch m := m.(type) {
 		case *redis.Subscription:
-			if m.Kind == "subscribe" {
-				n.confirmed(m.Channel)
-			}
+			n.subscription(ps, m)
 		case *redis.Message:
 			n.deliver(m.Channel, wakeup{payload: m.Payload, at: time.Now()})
 		}
 	}
 }
 
-func (n *notifier) confirmed(channel string) {
+// subscription records the server's confirmation of a SUBSCRIBE or an
+// UNSUBSCRIBE on ps.
+func (n *notifier) subscription(ps *redis.PubSub, m *redis.Subscription) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if s := n.chans[channel]; s != nil {
-		select {
-		case <-s.ready:
-		default:
-			close(s.ready)
+	if n.ps != ps {
+		return // a closed connection's last words
+	}
+	switch m.Kind {
+	case "unsubscribe":
+		delete(n.dropping, m.Channel)
+	case "subscribe":
+		if n.dropping[m.Channel] {
+			return // an older SUBSCRIBE's reply: an UNSUBSCRIBE follows it
+		}
+		n.live[m.Channel] = true
+		if s := n.chans[m.Channel]; s != nil {
+			select {
+			case <-s.ready:
+			default:
+				close(s.ready)
+			}
 		}
 	}
 }

@@ -2,6 +2,7 @@ package lease
 
 import (
 	"context"
+	"errors"
 	"math/rand/v2"
 	"strings"
 	"time"
@@ -25,9 +26,11 @@ import (
 // hands the lock, with a new token, straight to the longest-waiting live
 // waiter and tells it so in the release message, so the woken waiter
 // returns without another round trip. Such a lease's local deadline counts
-// from the message's arrival less the drift allowance (the start of the
-// acquire is long past). A waiter whose context ends leaves the queue, and
-// if the lock was handed to it meanwhile, passes it on.
+// from the sending of the waiter's last try, which the handoff followed;
+// when that leaves less than half the ttl, one refresh renews it first. A
+// waiter whose context ends leaves the queue, and if the lock was handed to
+// it meanwhile, passes it on (a re-acquire under WithHolder only leaves the
+// queue: the lock may be one its holder had before).
 //
 // When ctx ends first the error wraps both ErrNotAcquired and ctx.Err().
 // An I/O error from Redis is returned at once rather than retried, so a
@@ -61,6 +64,7 @@ func (c *Client) wait(ctx context.Context, req request, p *emit.Progress) (l *Le
 	listening := w.isReady()
 
 	p.Attempts++
+	sent := time.Now() // a handoff comes after the last failed try was sent
 	l, res, err := c.try(ctx, req)
 	if l != nil || err != nil {
 		return l, err
@@ -75,6 +79,7 @@ func (c *Client) wait(ctx context.Context, req request, p *emit.Progress) (l *Le
 	for first := listening; ; first = false {
 		if !first {
 			p.Attempts++
+			sent = time.Now()
 			l, res, err = c.try(ctx, req)
 			if l != nil || err != nil {
 				return l, err
@@ -100,7 +105,7 @@ func (c *Client) wait(ctx context.Context, req request, p *emit.Progress) (l *Le
 		case u := <-w.wake:
 			backoff = c.cfg.minBackoff
 			p.Handoff = true
-			if l := c.handedOff(req, u); l != nil {
+			if l := c.handedOff(ctx, req, u, sent); l != nil {
 				return l, nil
 			}
 		case <-timer.C:
@@ -115,8 +120,14 @@ func (c *Client) wait(ctx context.Context, req request, p *emit.Progress) (l *Le
 }
 
 // handedOff returns the lease a fair release handed to this waiter, or nil
-// when u is not a handoff to it.
-func (c *Client) handedOff(req request, u wakeup) *Lease {
+// when u is not a handoff to it (or the lock is gone already).
+//
+// The lease counts its deadline from sent, when the waiter's last failed
+// try was sent: the handoff, and with it the key's ttl, came after that try
+// ran, so the deadline stays below Redis's expiry however late the message
+// arrives. When that leaves less than half the ttl, one refresh, timed from
+// before it is sent, gives the lease its full validity.
+func (c *Client) handedOff(ctx context.Context, req request, u wakeup, sent time.Time) *Lease {
 	holder, seq, ok := strings.Cut(u.payload, ":")
 	if !ok || holder != req.args.Holder {
 		return nil
@@ -126,10 +137,13 @@ func (c *Client) handedOff(req request, u wakeup) *Lease {
 		return nil // not ours to read: the next try finds out
 	}
 	tok := fence.Token{Key: req.name, Seq: n, Holder: holder}
-	// Redis set the key's ttl before it published; counting from the
-	// arrival less the drift keeps the deadline below Redis's expiry while
-	// the message takes less than the drift allowance to arrive.
-	return newLease(c, req, tok, u.at.Add(-lifetime.Drift(req.ttl, c.cfg.driftFactor)))
+	l := newLease(c, req, tok, sent)
+	if time.Until(l.Deadline()) < req.ttl/2 {
+		if err := l.Refresh(ctx, req.ttl); errors.Is(err, ErrLost) {
+			return nil // the next try finds out what became of it
+		}
+	}
+	return l
 }
 
 // leave takes a fair waiter that gives up out of the queue and, if the lock

@@ -139,18 +139,24 @@ func Release(ctx context.Context, c redis.Scripter, k Keys, holder string) (bool
 // and CounterTTL as in a): a fair lock goes straight to the live head of the
 // queue with a new token, and the message names that waiter.
 func ReleaseFair(ctx context.Context, c redis.Scripter, k Keys, holder string, a AcquireArgs) (bool, error) {
-	return releaseRun(ctx, c, k, holder, a, false)
+	return releaseRun(ctx, c, k, holder, a, "0")
 }
 
 // Leave is ReleaseFair for a waiter that gives up: it also drops holder's
-// ticket, and if the lock was handed to holder meanwhile, passes it on.
+// ticket, and if the lock was handed to holder meanwhile, passes it on. A
+// re-acquire (a.Reacquire) only drops the ticket: the lock under that
+// holder id may be one the caller held before, and is not Leave's to take.
 func Leave(ctx context.Context, c redis.Scripter, k Keys, holder string, a AcquireArgs) (bool, error) {
-	return releaseRun(ctx, c, k, holder, a, true)
+	mode := "1"
+	if a.Reacquire {
+		mode = "2"
+	}
+	return releaseRun(ctx, c, k, holder, a, mode)
 }
 
-func releaseRun(ctx context.Context, c redis.Scripter, k Keys, holder string, a AcquireArgs, leave bool) (bool, error) {
+func releaseRun(ctx context.Context, c redis.Scripter, k Keys, holder string, a AcquireArgs, leave string) (bool, error) {
 	n, err := release.Run(ctx, c, k.all(), holder, k.Channel, flag(a.Fair), flag(a.ClockFloor), ms(a.CounterTTL),
-		flag(leave)).Int64()
+		leave).Int64()
 	return n == 1, err
 }
 
