@@ -136,7 +136,7 @@ func TestLeaseEvents(t *testing.T) {
 	assert.False(t, rec.done[0].Waiting)
 	assert.True(t, rec.done[3].Waiting)
 	assert.True(t, rec.done[3].Handoff, "the waiter was woken by the release")
-	assert.GreaterOrEqual(t, rec.done[3].Attempts, 2)
+	assert.Positive(t, rec.done[3].Attempts) // 1 when its channel was already listening: the handoff needed no second try
 	assert.ErrorIs(t, rec.done[1].Err, lease.ErrNotAcquired)
 
 	require.Len(t, rec.refresh, 1)
