@@ -210,6 +210,21 @@ func (n *notifier) unregister(w *waiter) {
 	}
 	s.waiters = slices.DeleteFunc(s.waiters, func(x *waiter) bool { return x == w })
 	if len(s.waiters) > 0 {
+		// A plain wake-up the leaving waiter did not use goes to the next
+		// one: a release woke one waiter, and one must go and look.
+		select {
+		case u := <-w.wake:
+			if u.payload == "" {
+				for _, x := range s.waiters {
+					select {
+					case x.wake <- u:
+						return
+					default:
+					}
+				}
+			}
+		default:
+		}
 		return
 	}
 	delete(n.chans, w.channel)
