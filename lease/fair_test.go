@@ -374,3 +374,23 @@ func TestFairWithHolderGivingUpKeepsTheLock(t *testing.T) {
 	assert.ErrorIs(t, err, lease.ErrNotAcquired, "nobody else gets it")
 	require.NoError(t, l1.Release(ctx))
 }
+
+// TestUncontendedAcquireDoesNotSubscribe: an Acquire that gets the lock at
+// its first try costs that one round trip: no pub/sub connection, no
+// SUBSCRIBE.
+func TestUncontendedAcquireDoesNotSubscribe(t *testing.T) {
+	r := testenv.NewRedis(t)
+	rdb := r.Client()
+	t.Cleanup(func() { rdb.Close() })
+	c, err := lease.New(rdb)
+	require.NoError(t, err)
+	ctx := t.Context()
+	for i := range 20 {
+		l, err := c.Acquire(ctx, fmt.Sprintf("free-%d", i), time.Minute)
+		require.NoError(t, err)
+		require.NoError(t, l.Release(ctx))
+	}
+	stats, err := rdb.Info(ctx, "commandstats").Result()
+	require.NoError(t, err)
+	assert.NotContains(t, stats, "cmdstat_subscribe:", "no SUBSCRIBE was sent")
+}

@@ -65,13 +65,29 @@ type wakeup struct {
 	at      time.Time // when the dispatcher read it
 }
 
+// join registers a waiter for channel only if the channel is subscribed and
+// confirmed already (other local waiters listen to it), which costs no I/O;
+// nil otherwise.
+func (n *notifier) join(channel, holder string) *waiter {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if !n.live[channel] || n.chans[channel] == nil || n.ps == nil {
+		return nil
+	}
+	return n.registerLocked(channel, holder)
+}
+
 // register adds a waiter for channel under holder id and subscribes the
 // channel if no local waiter had it. It does not wait for the
 // subscription: see waitReady.
 func (n *notifier) register(channel, holder string) *waiter {
-	w := &waiter{channel: channel, holder: holder, wake: make(chan wakeup, 1)}
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	return n.registerLocked(channel, holder)
+}
+
+func (n *notifier) registerLocked(channel, holder string) *waiter {
+	w := &waiter{channel: channel, holder: holder, wake: make(chan wakeup, 1)}
 	if n.linger != nil {
 		n.linger.Stop()
 		n.linger = nil

@@ -55,13 +55,17 @@ func (c *Client) wait(ctx context.Context, req request, p *emit.Progress) (l *Le
 			}
 		}()
 	}
-	// Listen first: on a lock this client's waiters already listen to, the
-	// subscription is confirmed at once, and a release after the first try
-	// cannot be missed. Otherwise the first try is followed by a second
-	// once the subscription is confirmed, to catch a release in between.
-	w := c.notify.register(req.keys.Channel, req.args.Holder)
-	defer c.notify.unregister(w)
-	listening := w.isReady()
+	// On a lock this client's waiters already listen to, join them before
+	// the first try (no I/O): a release after that try cannot be missed.
+	// Otherwise the first try goes alone, so an uncontended Acquire costs
+	// one round trip and no subscription; if it fails, subscribe, and try
+	// again once the subscription is confirmed, to catch a release in
+	// between.
+	w := c.notify.join(req.keys.Channel, req.args.Holder)
+	listening := w != nil
+	if listening {
+		defer c.notify.unregister(w)
+	}
 
 	p.Attempts++
 	sent := time.Now() // a handoff comes after the last failed try was sent
@@ -70,6 +74,8 @@ func (c *Client) wait(ctx context.Context, req request, p *emit.Progress) (l *Le
 		return l, err
 	}
 	if !listening {
+		w = c.notify.register(req.keys.Channel, req.args.Holder)
+		defer c.notify.unregister(w)
 		w.waitReady(ctx)
 	}
 
