@@ -12,20 +12,15 @@ import (
 	"github.com/fencelock/fencelock/lease"
 )
 
-// Info is a lock's state over the nodes, read at about one instant.
+// Info is a lock's state over the nodes, read at about one instant. Its
+// lease.Info is the majority's view: Holder is the holder id found on a
+// majority of the nodes ("" when no holder has one: the lock is free or
+// split); Token is that holder's token, with the highest Seq among the
+// nodes where it holds the lock; TTL is how long it keeps a majority (the
+// remaining ttl of its quorum-th longest key); LastSeq is the highest
+// counter among the nodes that answered.
 type Info struct {
-	Name string
-	// Holder is the holder id found on a majority of the nodes; "" when no
-	// holder has a majority (the lock is free or split).
-	Holder string
-	// Token is that holder's token: the highest Seq among the nodes where it
-	// holds the lock. The zero Token when Holder is "".
-	Token fence.Token
-	// TTL is how long the majority holder keeps a majority: the remaining
-	// ttl of its quorum-th longest key; 0 when Holder is "".
-	TTL time.Duration
-	// LastSeq is the highest counter among the nodes that answered.
-	LastSeq uint64
+	lease.Info
 	// Nodes is each node's own view, in the order given to [New]; a node
 	// that failed has Err set.
 	Nodes []NodeInfo
@@ -54,7 +49,7 @@ func (c *Client) Inspect(ctx context.Context, name string) (Info, error) {
 		return script.Inspect(ctx, n.rdb, k)
 	}, nil)
 
-	info := Info{Name: name, Nodes: make([]NodeInfo, len(rs))}
+	info := Info{Info: lease.Info{Name: name}, Nodes: make([]NodeInfo, len(rs))}
 	answered := 0
 	ttls := map[string][]time.Duration{}
 	for i, r := range rs {
