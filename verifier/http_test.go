@@ -19,7 +19,7 @@ import (
 
 	"github.com/fencelock/fencelock/fence"
 	"github.com/fencelock/fencelock/verifier"
-	"github.com/fencelock/fencelock/verifier/internal/verifiertest"
+	"github.com/fencelock/fencelock/verifier/verifiertest"
 )
 
 // fencedServer serves handler behind NewMiddleware(v, opts...) and counts

@@ -12,7 +12,7 @@ import (
 
 	"github.com/fencelock/fencelock/fence"
 	"github.com/fencelock/fencelock/verifier"
-	"github.com/fencelock/fencelock/verifier/internal/verifiertest"
+	"github.com/fencelock/fencelock/verifier/verifiertest"
 )
 
 // memoryHarness fences writes to an in-memory log with Memory.Do.

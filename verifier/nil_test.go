@@ -14,7 +14,7 @@ import (
 
 	"github.com/fencelock/fencelock/fence"
 	"github.com/fencelock/fencelock/verifier"
-	"github.com/fencelock/fencelock/verifier/internal/verifiertest"
+	"github.com/fencelock/fencelock/verifier/verifiertest"
 )
 
 // nilCtx is a nil context, which every method must refuse rather than panic

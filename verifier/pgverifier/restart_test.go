@@ -14,7 +14,7 @@ import (
 
 	"github.com/fencelock/fencelock/internal/testenv"
 	"github.com/fencelock/fencelock/verifier"
-	"github.com/fencelock/fencelock/verifier/internal/verifiertest"
+	"github.com/fencelock/fencelock/verifier/verifiertest"
 	"github.com/fencelock/fencelock/verifier/pgverifier"
 )
 
