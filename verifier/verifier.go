@@ -119,3 +119,71 @@ func ValidateClaim(resource string, tok fence.Token) error {
 	}
 	return nil
 }
+
+// ErrForeign is the sentinel behind every token refused because it belongs
+// to another lock than the one the resource is bound to. Test for it with
+// errors.Is; use errors.As with *ForeignError for the details. It is not
+// ErrStale: no newer token of the same lock would be accepted either, and
+// healing (advancing the token's counter) cannot help.
+var ErrForeign = errors.New("verifier: token of a foreign lock")
+
+// ForeignError reports a token refused because the resource is bound to
+// another lock. A verifier binds a resource to the lock (fence.Token.Key) of
+// the first token it accepts for it, because tokens of different locks come
+// from different counters and cannot be compared: were they compared, a
+// token from a busy lock would lock the resource's rightful lock out for
+// good. Moving a resource to another lock is an explicit step (each
+// verifier's Move), never a side effect of a Claim.
+type ForeignError struct {
+	// Resource is the resource the token was presented for.
+	Resource string
+	// Token is the refused token; Token.Key is the foreign lock.
+	Token fence.Token
+	// Lock is the lock the resource is bound to.
+	Lock string
+}
+
+func (e *ForeignError) Error() string {
+	if e == nil {
+		return "verifier: token of a foreign lock (nil *ForeignError)"
+	}
+	return fmt.Sprintf("verifier: resource %q is bound to lock %q, not to the token's lock %q (seq %d, holder %q)",
+		e.Resource, e.Lock, e.Token.Key, e.Token.Seq, e.Token.Holder)
+}
+
+// Is makes errors.Is(err, ErrForeign) hold.
+func (e *ForeignError) Is(target error) bool { return target == ErrForeign }
+
+// Unwrap returns ErrForeign.
+func (e *ForeignError) Unwrap() error { return ErrForeign }
+
+// Mover is implemented by verifiers that can move a resource to another
+// lock. Move binds resource to lock to and forgets its high-water (tokens
+// of to are not comparable with those of from), provided the resource is
+// bound to from, or is not bound to any lock yet. Otherwise it returns a
+// *ForeignError whose Lock is the current binding and changes nothing. from
+// and to must be valid, distinct lock names (fence.ValidateKey), or Move
+// returns an error wrapping ErrInvalid.
+//
+// Move while a holder of from may still write is a mistake: its writes
+// are refused from then on, which is the point, but a write it made just
+// before is kept. Stop the old lock's users first.
+type Mover interface {
+	Move(ctx context.Context, resource, from, to string) error
+}
+
+// ValidateMove checks the inputs of a Move before any I/O.
+func ValidateMove(resource, from, to string) error {
+	if err := ValidateResource(resource); err != nil {
+		return err
+	}
+	for _, k := range []string{from, to} {
+		if err := fence.ValidateKey(k); err != nil {
+			return fmt.Errorf("%w: Move %q: %w", ErrInvalid, resource, err)
+		}
+	}
+	if from == to {
+		return fmt.Errorf("%w: Move %q: from and to are the same lock %q", ErrInvalid, resource, from)
+	}
+	return nil
+}

@@ -8,8 +8,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
-	"github.com/fencelock/fencelock/verifier/verifiertest"
 	"github.com/fencelock/fencelock/verifier/pgverifier"
+	"github.com/fencelock/fencelock/verifier/verifiertest"
 )
 
 const benchUpdate = `UPDATE bench_accounts SET balance = balance + 1 WHERE id = 1`

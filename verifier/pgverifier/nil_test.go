@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fencelock/fencelock/verifier"
-	"github.com/fencelock/fencelock/verifier/verifiertest"
 	"github.com/fencelock/fencelock/verifier/pgverifier"
+	"github.com/fencelock/fencelock/verifier/verifiertest"
 )
 
 // nilCtx is a nil context, which every method must refuse rather than panic

@@ -13,8 +13,8 @@ import (
 
 	"github.com/fencelock/fencelock/fence"
 	"github.com/fencelock/fencelock/verifier"
-	"github.com/fencelock/fencelock/verifier/verifiertest"
 	"github.com/fencelock/fencelock/verifier/pgverifier"
+	"github.com/fencelock/fencelock/verifier/verifiertest"
 )
 
 // createLog creates a table in which fenced writes append their token; its

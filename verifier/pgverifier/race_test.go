@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fencelock/fencelock/fence"
-	"github.com/fencelock/fencelock/verifier/verifiertest"
 	"github.com/fencelock/fencelock/verifier/pgverifier"
+	"github.com/fencelock/fencelock/verifier/verifiertest"
 )
 
 // raceSetup gives two holders, A (token 1) and B (token 2), each with its own

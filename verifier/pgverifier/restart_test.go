@@ -14,8 +14,8 @@ import (
 
 	"github.com/fencelock/fencelock/internal/testenv"
 	"github.com/fencelock/fencelock/verifier"
-	"github.com/fencelock/fencelock/verifier/verifiertest"
 	"github.com/fencelock/fencelock/verifier/pgverifier"
+	"github.com/fencelock/fencelock/verifier/verifiertest"
 )
 
 // TestPostgresRestart crashes PostgreSQL (immediate shutdown, then crash

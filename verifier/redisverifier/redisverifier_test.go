@@ -16,8 +16,8 @@ import (
 	"github.com/fencelock/fencelock/fence"
 	"github.com/fencelock/fencelock/internal/testenv"
 	"github.com/fencelock/fencelock/verifier"
-	"github.com/fencelock/fencelock/verifier/verifiertest"
 	"github.com/fencelock/fencelock/verifier/redisverifier"
+	"github.com/fencelock/fencelock/verifier/verifiertest"
 )
 
 // rdb is a client of the throwaway Redis that TestMain starts.
