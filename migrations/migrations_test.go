@@ -77,16 +77,33 @@ func TestApply(t *testing.T) {
 	require.NoError(t, err)
 	cols, err = pgx.CollectRows(rows, pgx.RowTo[string])
 	require.NoError(t, err)
-	assert.Equal(t, []string{"resource text", "seq bigint", "holder text", "updated_at timestamp with time zone"}, cols)
+	assert.Equal(t, []string{"resource text", "seq bigint", "holder text", "updated_at timestamp with time zone", "lock_key text"}, cols)
 
-	_, err = conn.Exec(ctx, `INSERT INTO fence_tokens (resource, seq, holder) VALUES ('r', 0, 'h')`)
-	assert.ErrorContains(t, err, "check constraint", "seq starts at 1")
+	_, err = conn.Exec(ctx, `INSERT INTO fence_tokens (resource, seq, holder) VALUES ('r', -1, 'h')`)
+	assert.ErrorContains(t, err, "check constraint", "seq is not negative (0 only after a move)")
 	_, err = conn.Exec(ctx, `INSERT INTO fence_tokens (resource, seq, holder) VALUES ('r', 9007199254740992, 'h')`)
 	assert.ErrorContains(t, err, "check constraint", "seq stays below 2^53")
 
 	ran2, err := migrations.Apply(ctx, conn)
 	require.NoError(t, err)
 	assert.Empty(t, ran2, "a second Apply does nothing")
+
+	// 000002's down file gives back 000001's table: seq from 1, no lock_key.
+	_, err = conn.Exec(ctx, `INSERT INTO fence_tokens (resource, seq, holder, lock_key) VALUES ('moved', 0, '', 'l'), ('kept', 3, 'h', 'l')`)
+	require.NoError(t, err)
+	down2, err := fs.ReadFile(migrations.FS, "000002_fence_lock_binding.down.sql")
+	require.NoError(t, err)
+	_, err = conn.Exec(ctx, string(down2))
+	require.NoError(t, err)
+	var kept int
+	require.NoError(t, conn.QueryRow(ctx, `SELECT count(*) FROM fence_tokens`).Scan(&kept))
+	assert.Equal(t, 1, kept, "the moved row without a high-water is gone, the other kept")
+	_, err = conn.Exec(ctx, `INSERT INTO fence_tokens (resource, seq, holder) VALUES ('r0', 0, 'h')`)
+	assert.ErrorContains(t, err, "check constraint", "seq starts at 1 again")
+	_, err = conn.Exec(ctx, all[1].SQL)
+	require.NoError(t, err, "000002's up file runs again on top of its down")
+	_, err = conn.Exec(ctx, string(down2))
+	require.NoError(t, err)
 
 	// The down file undoes the up file, and the up file is safe to run on a
 	// database where the table already exists (as after a manual setup).
