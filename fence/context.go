@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strings"
 )
 
 type ctxKey struct{}
@@ -30,7 +31,8 @@ func SetHeader(h http.Header, t Token) {
 
 // FromHeader reads the token in h. It returns ok=false and a nil error when
 // the header is absent, and an error wrapping ErrMalformed when it is present
-// but not a valid token (or present more than once).
+// but not a valid token, present more than once, or a comma-separated list
+// (HTTP's way of joining repeated fields: "Fence-Token: a,b" is two tokens).
 func FromHeader(h http.Header) (t Token, ok bool, err error) {
 	vals := h.Values(Header)
 	switch len(vals) {
@@ -39,6 +41,9 @@ func FromHeader(h http.Header) (t Token, ok bool, err error) {
 	case 1:
 	default:
 		return Token{}, false, fmt.Errorf("%w: %d %s headers, want one", ErrMalformed, len(vals), Header)
+	}
+	if n := strings.Count(vals[0], ",") + 1; n > 1 {
+		return Token{}, false, fmt.Errorf("%w: %s holds %d comma-separated values, want one token", ErrMalformed, Header, n)
 	}
 	t, err = Parse(vals[0])
 	if err != nil {

@@ -11,8 +11,11 @@ import (
 //	SEQ:HOLDER:KEY
 //
 // SEQ is decimal without leading zeros, HOLDER is the holder id as is, and
-// KEY is the lock name with every byte outside printable ASCII (and '%')
-// written as %XX with upper-case hex. For example
+// KEY is the lock name with every byte outside printable ASCII (and '%' and
+// ',') written as %XX with upper-case hex. A comma is escaped because HTTP
+// joins repeated header fields with commas: the text form of a token never
+// contains one, so a comma-joined Fence-Token header cannot pass for a
+// token whose key has a comma. For example
 //
 //	42:0b6c9a8e-6f5e-4c1a-9a43-61c0b2f5d3a1:orders/17
 //
@@ -116,7 +119,7 @@ func parseSeq(s string) (uint64, error) {
 const hexDigits = "0123456789ABCDEF"
 
 // plainKeyByte reports whether c is written as itself in a key's text form.
-func plainKeyByte(c byte) bool { return c > ' ' && c < 0x7f && c != '%' }
+func plainKeyByte(c byte) bool { return c > ' ' && c < 0x7f && c != '%' && c != ',' }
 
 func escapeKey(b *strings.Builder, key string) {
 	for i := 0; i < len(key); i++ {

@@ -38,9 +38,9 @@ func TestTextForm(t *testing.T) {
 	tok := Token{Key: "orders/17", Seq: 42, Holder: h1}
 	assert.Equal(t, "42:"+h1+":orders/17", tok.String())
 
-	odd := Token{Key: "a b:c%d\x00é", Seq: MaxSeq, Holder: "x"}
+	odd := Token{Key: "a b:c%d\x00é,", Seq: MaxSeq, Holder: "x"}
 	s := odd.String()
-	assert.Equal(t, "9007199254740991:x:a%20b:c%25d%00%C3%A9", s)
+	assert.Equal(t, "9007199254740991:x:a%20b:c%25d%00%C3%A9%2C", s, "a comma in a key is escaped")
 	back, err := Parse(s)
 	require.NoError(t, err)
 	assert.Equal(t, odd, back)
@@ -67,6 +67,7 @@ func TestParseRejects(t *testing.T) {
 		"empty key":       "1:" + h1 + ":",
 		"brace in key":    "1:" + h1 + ":a{b}",
 		"raw space":       "1:" + h1 + ":a b",
+		"raw comma":       "1:" + h1 + ":k,1:" + h1 + ":k",
 		"lower hex":       "1:" + h1 + ":a%c3%a9",
 		"escaped plain":   "1:" + h1 + ":%41",
 		"truncated esc":   "1:" + h1 + ":a%2",
@@ -120,6 +121,20 @@ func TestContextAndHeader(t *testing.T) {
 	h.Add(Header, tok.String())
 	_, _, err = FromHeader(h)
 	assert.ErrorIs(t, err, ErrMalformed, "two headers are ambiguous")
+
+	// HTTP joins repeated fields with commas; a proxy may have done so.
+	h.Set(Header, tok.String()+","+tok.String())
+	_, ok, err = FromHeader(h)
+	assert.False(t, ok)
+	assert.ErrorIs(t, err, ErrMalformed, "a comma-joined header is two tokens")
+	assert.ErrorContains(t, err, "2 comma-separated values")
+
+	odd := Token{Key: "a,b", Seq: 4, Holder: h2}
+	SetHeader(h, odd)
+	got, ok, err = FromHeader(h)
+	require.NoError(t, err, "a key with a comma travels escaped")
+	assert.True(t, ok)
+	assert.Equal(t, odd, got)
 
 	h.Set(Header, "nope")
 	_, ok, err = FromHeader(h)

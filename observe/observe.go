@@ -141,6 +141,9 @@ const (
 	// Conflict: refused, the same Seq from another holder (the lock's
 	// counter went backwards).
 	Conflict Verdict = "conflict"
+	// Foreign: refused, the token belongs to another lock than the one the
+	// resource is bound to (a *verifier.ForeignError).
+	Foreign Verdict = "foreign"
 	// Error: no verdict; the check failed (bad input, the storage is
 	// unreachable, the write failed).
 	Error Verdict = "error"
@@ -156,6 +159,6 @@ type Verified struct {
 	// Took is how long the check (and the write it guarded) took.
 	Took time.Duration
 	// Err is the verifier's error; on a refusal a *verifier.StaleError,
-	// which carries the resource's highest Seq.
+	// which carries the resource's highest Seq, or a *verifier.ForeignError.
 	Err error
 }

@@ -192,6 +192,7 @@ func TestVerifierEvents(t *testing.T) {
 	require.ErrorIs(t, m.Claim(ctx, "r", tok(5, "b")), verifier.ErrStale)
 	boom := errors.New("boom")
 	require.ErrorIs(t, m.Do(ctx, "r", tok(6, "c"), func() error { return boom }), boom)
+	require.ErrorIs(t, m.Claim(ctx, "r", fence.Token{Key: "other", Seq: 9, Holder: "d"}), verifier.ErrForeign)
 
 	rdb := testenv.NewRedis(t).Client()
 	t.Cleanup(func() { rdb.Close() })
@@ -206,6 +207,6 @@ func TestVerifierEvents(t *testing.T) {
 	for _, v := range rec.verified {
 		got = append(got, v.Verifier+":"+string(v.Verdict))
 	}
-	assert.Equal(t, []string{"memory:accepted", "memory:stale", "memory:conflict", "memory:error",
+	assert.Equal(t, []string{"memory:accepted", "memory:stale", "memory:conflict", "memory:error", "memory:foreign",
 		"redis:accepted", "redis:stale"}, got)
 }

@@ -71,17 +71,22 @@ func WithLogger(l *slog.Logger) MiddlewareOption {
 // The handler is not called, and the answer is:
 //
 //   - 428 Precondition Required when the header is missing;
-//   - 400 Bad Request when the token is malformed (or sent twice) or the
+//   - 400 Bad Request when the token is malformed (or sent twice, in two
+//     fields or comma-joined in one) or the
 //     resource name is invalid;
 //   - 409 Conflict when the token is stale, with the highest accepted Seq in
-//     the HighestHeader response header and in the JSON body;
+//     the HighestHeader response header and in the JSON body, or when it
+//     belongs to another lock than the resource's (a *ForeignError: the
+//     body has "foreign": true and the resource's "lock", and no
+//     HighestHeader, since Seqs of different locks do not compare);
 //   - 503 Service Unavailable when v fails or the request ends while
 //     waiting for another write to the same resource;
 //   - 500 Internal Server Error, with nothing claimed, when the middleware
 //     was applied to a nil handler.
 //
 // Every error body is a JSON object {"error": "..."}; a 409 adds
-// "resource", "token", "highest_seq" and "conflict".
+// "resource" and "token", and "highest_seq" and "conflict" or "foreign" and
+// "lock".
 //
 // The claim stands even if next then fails: the resource has seen the
 // token, and older ones stay rejected. A client that got an error retries
@@ -158,11 +163,19 @@ type errorBody struct {
 	Token      string `json:"token,omitempty"`
 	HighestSeq uint64 `json:"highest_seq,omitempty"`
 	Conflict   bool   `json:"conflict,omitempty"`
+	Foreign    bool   `json:"foreign,omitempty"`
+	Lock       string `json:"lock,omitempty"`
 }
 
 func claimFailed(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
 	var stale *StaleError
+	var foreign *ForeignError
 	switch {
+	case errors.As(err, &foreign):
+		writeError(w, http.StatusConflict, errorBody{
+			Error: foreign.Error(), Resource: foreign.Resource, Token: foreign.Token.String(),
+			Foreign: true, Lock: foreign.Lock,
+		})
 	case errors.As(err, &stale):
 		w.Header().Set(HighestHeader, strconv.FormatUint(stale.Highest, 10))
 		writeError(w, http.StatusConflict, errorBody{

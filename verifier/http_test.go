@@ -98,6 +98,9 @@ func TestMiddleware(t *testing.T) {
 		"leading zero":   {[]string{"07:b:verifiertest"}, http.StatusBadRequest, "leading zero"},
 		"overflow":       {[]string{"18446744073709551616:b:k"}, http.StatusBadRequest, "exceeds"},
 		"sent twice":     {[]string{tok(7, "b"), tok(8, "b")}, http.StatusBadRequest, "2 Fence-Token headers"},
+		"comma-joined":   {[]string{tok(7, "b") + "," + tok(8, "b")}, http.StatusBadRequest, "2 comma-separated values"},
+		"comma, spaced":  {[]string{tok(7, "b") + ", " + tok(8, "b")}, http.StatusBadRequest, "2 comma-separated values"},
+		"foreign lock":   {[]string{verifiertest.TokOf("other", 9, "b").String()}, http.StatusConflict, "bound to lock"},
 		"quote injected": {[]string{`7:b'--:k`}, http.StatusBadRequest, "holder"},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -109,7 +112,12 @@ func TestMiddleware(t *testing.T) {
 			seq, holder := m.Highest("/kv/x")
 			assert.Equal(t, uint64(6), seq, "high-water unchanged")
 			assert.Equal(t, "b", holder)
-			if c.code == http.StatusConflict {
+			if name == "foreign lock" {
+				assert.Empty(t, r.highest, "no high-water of another lock's counter")
+				assert.Equal(t, verifiertest.Lock, r.body["lock"])
+				assert.Equal(t, true, r.body["foreign"])
+				assert.Equal(t, c.header[0], r.body["token"])
+			} else if c.code == http.StatusConflict {
 				assert.Equal(t, "6", r.highest, verifier.HighestHeader)
 				assert.Equal(t, float64(6), r.body["highest_seq"])
 				assert.Equal(t, "/kv/x", r.body["resource"])

@@ -16,6 +16,9 @@ import (
 // of each resource in memory, so it forgets everything when the process
 // exits; use it where the protected data forgets too.
 //
+// A resource is bound to the lock of the first token accepted for it;
+// tokens of other locks are refused with a *ForeignError (see [Memory.Move]).
+//
 // The zero Memory is ready to use. A Memory must not be copied after first
 // use. Its methods are safe for concurrent use. It keeps one small entry per
 // resource it has accepted a token for and never drops them.
@@ -30,7 +33,10 @@ type Memory struct {
 	high map[string]fence.Token
 }
 
-var _ Verifier = (*Memory)(nil)
+var (
+	_ Verifier = (*Memory)(nil)
+	_ Mover    = (*Memory)(nil)
+)
 
 // NewMemory returns an empty in-memory verifier.
 func NewMemory() *Memory { return new(Memory) }
@@ -83,6 +89,9 @@ func (m *Memory) do(ctx context.Context, resource string, tok fence.Token, write
 	m.mu.Lock()
 	high, seen := m.high[resource]
 	m.mu.Unlock()
+	if seen && high.Key != tok.Key {
+		return &ForeignError{Resource: resource, Token: tok, Lock: high.Key}
+	}
 	if seen && !tok.Supersedes(high) {
 		return &StaleError{Resource: resource, Token: tok, Highest: high.Seq, HighestHolder: high.Holder}
 	}
@@ -98,6 +107,46 @@ func (m *Memory) do(ctx context.Context, resource string, tok fence.Token, write
 	m.high[resource] = tok
 	m.mu.Unlock()
 	return nil
+}
+
+// Move binds resource to lock to and forgets its high-water, if it is
+// bound to from or to no lock yet; see [Mover]. It waits for a Claim or Do
+// in progress on resource until ctx ends.
+func (m *Memory) Move(ctx context.Context, resource, from, to string) error {
+	switch {
+	case m == nil:
+		return fmt.Errorf("%w: nil *Memory", ErrInvalid)
+	case ctx == nil:
+		return fmt.Errorf("%w: nil context", ErrInvalid)
+	}
+	if err := ValidateMove(resource, from, to); err != nil {
+		return err
+	}
+	unlock, err := m.locks.lock(ctx, resource)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if high, seen := m.high[resource]; seen && high.Key != from {
+		return &ForeignError{Resource: resource, Token: fence.Token{Key: from}, Lock: high.Key}
+	}
+	if m.high == nil {
+		m.high = make(map[string]fence.Token)
+	}
+	m.high[resource] = fence.Token{Key: to}
+	return nil
+}
+
+// Lock returns the lock resource is bound to, or "" if none (or m is nil).
+func (m *Memory) Lock(resource string) string {
+	if m == nil {
+		return ""
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.high[resource].Key
 }
 
 // Highest returns the high-water of resource: the highest Seq accepted and

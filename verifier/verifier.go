@@ -157,6 +157,10 @@ func (e *ForeignError) Is(target error) bool { return target == ErrForeign }
 // Unwrap returns ErrForeign.
 func (e *ForeignError) Unwrap() error { return ErrForeign }
 
+// Foreign reports true; it lets packages that cannot import this one (the
+// hooks) recognise the refusal.
+func (e *ForeignError) Foreign() bool { return e != nil }
+
 // Mover is implemented by verifiers that can move a resource to another
 // lock. Move binds resource to lock to and forgets its high-water (tokens
 // of to are not comparable with those of from), provided the resource is

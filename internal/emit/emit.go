@@ -72,6 +72,12 @@ type conflicter interface {
 	Conflict() bool
 }
 
+// foreigner is a *verifier.ForeignError.
+type foreigner interface {
+	error
+	Foreign() bool
+}
+
 // Verified reports a verifier's check of tok that began at start and ended
 // with err.
 func Verified(h *observe.Hooks, ctx context.Context, verifier, resource string, tok fence.Token, start time.Time, err error) {
@@ -80,9 +86,12 @@ func Verified(h *observe.Hooks, ctx context.Context, verifier, resource string, 
 	}
 	e := observe.Verified{Verifier: verifier, Resource: resource, Token: tok, Took: time.Since(start), Err: err}
 	var c conflicter
+	var f foreigner
 	switch {
 	case err == nil:
 		e.Verdict = observe.Accepted
+	case errors.As(err, &f) && f.Foreign():
+		e.Verdict = observe.Foreign
 	case errors.As(err, &c):
 		e.Verdict = observe.Stale
 		if c.Conflict() {
