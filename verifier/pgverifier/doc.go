@@ -1,13 +1,14 @@
 // Package pgverifier checks fencing tokens in PostgreSQL, in the same
 // transaction as the write they protect.
 //
-// Each resource's high-water (the highest token it accepted) is a row of the
-// fence_tokens table, created by package migrations. The guard is one
-// statement,
+// Each resource's high-water (the highest token it accepted, and the lock
+// it belongs to) is a row of the fence_tokens table, created by package
+// migrations. The guard is one statement,
 //
-//	INSERT INTO fence_tokens AS f (resource, seq, holder, updated_at) VALUES ($1, $2, $3, now())
+//	INSERT INTO fence_tokens AS f (resource, seq, holder, lock_key, updated_at) VALUES ($1, $2, $3, $4, now())
 //	ON CONFLICT (resource) DO UPDATE SET seq = excluded.seq, holder = excluded.holder, ...
-//	    WHERE excluded.seq > f.seq OR (excluded.seq = f.seq AND excluded.holder = f.holder)
+//	    WHERE (f.lock_key IS NULL OR f.lock_key = excluded.lock_key)
+//	      AND (excluded.seq > f.seq OR (excluded.seq = f.seq AND excluded.holder = f.holder))
 //	RETURNING seq
 //
 // which returns a row only when the token is accepted. It is safe under READ
@@ -15,6 +16,16 @@
 // each other, and each sees the latest high-water. It locks the row until
 // the transaction ends, so a guard at the start of a transaction fences
 // everything the transaction then reads and writes.
+//
+// # One lock per resource
+//
+// A resource is bound to the lock (fence.Token.Key) of the first token it
+// accepts; a token of another lock is refused with a
+// *verifier.ForeignError, whatever its Seq, because Seqs of different
+// locks come from different counters. Rows written before migration 000002
+// have no lock and adopt the lock of the next token they accept. To move a
+// resource to another lock, stop the old lock's users and call
+// [Verifier.Move].
 //
 // # Three ways to fence a write
 //
@@ -37,15 +48,18 @@
 // in the row itself, with no fence_tokens table and no extra statement:
 //
 //	ALTER TABLE items ADD COLUMN fence_seq bigint NOT NULL DEFAULT 0,
-//	                  ADD COLUMN fence_holder text NOT NULL DEFAULT '';
+//	                  ADD COLUMN fence_holder text NOT NULL DEFAULT '',
+//	                  ADD COLUMN fence_lock text;
 //
-//	UPDATE items SET value = $4, fence_seq = $2, fence_holder = $3
-//	WHERE id = $1 AND (fence_seq < $2 OR (fence_seq = $2 AND fence_holder = $3))
+//	UPDATE items SET value = $5, fence_seq = $2, fence_holder = $3, fence_lock = $4
+//	WHERE id = $1 AND (fence_lock IS NULL OR fence_lock = $4)
+//	  AND (fence_seq < $2 OR (fence_seq = $2 AND fence_holder = $3))
 //
-// with $2 = int64(tok.Seq) and $3 = tok.Holder. One row affected means
-// accepted; none means the token is stale (or the row does not exist): read
-// fence_seq and fence_holder to tell which, and return a
-// *verifier.StaleError{Resource, Token, Highest, HighestHolder}. The UPDATE
+// with $2 = int64(tok.Seq), $3 = tok.Holder and $4 = tok.Key. One row
+// affected means accepted; none means the token is refused (or the row
+// does not exist): read the fence columns to tell which, and return a
+// *verifier.ForeignError{Resource, Token, Lock} when fence_lock is another
+// lock, else a *verifier.StaleError{Resource, Token, Highest, HighestHolder}. The UPDATE
 // checks and writes in one statement, but it does not claim before read: a
 // read-modify-write must compute the new value in the same statement
 // (SET value = value + $4) or first run the fenced UPDATE with no change but

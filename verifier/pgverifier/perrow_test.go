@@ -17,28 +17,36 @@ import (
 )
 
 // The per-row pattern keeps the high-water in the protected row itself, in
-// fence_seq and fence_holder columns, and fences the write with the UPDATE's
-// own WHERE: no separate table, one statement.
+// fence_seq, fence_holder and fence_lock columns, and fences the write with
+// the UPDATE's own WHERE: no separate table, one statement.
 const (
 	createItems = `CREATE TABLE items (
 		id           text     PRIMARY KEY,
 		log          text[]   NOT NULL DEFAULT '{}',
 		fence_seq    bigint   NOT NULL DEFAULT 0,
-		fence_holder text     NOT NULL DEFAULT '')`
+		fence_holder text     NOT NULL DEFAULT '',
+		fence_lock   text)`
 
 	// fencedUpdate appends $4 to the row's log if the token ($2, $3) is
 	// accepted by the row's high-water, and raises the high-water to it.
 	fencedUpdate = `UPDATE items
-		SET log = array_append(log, $4), fence_seq = $2, fence_holder = $3
-		WHERE id = $1 AND (fence_seq < $2 OR (fence_seq = $2 AND fence_holder = $3))`
+		SET log = array_append(log, $5), fence_seq = $2, fence_holder = $3, fence_lock = $4
+		WHERE id = $1 AND (fence_lock IS NULL OR fence_lock = $4)
+		  AND (fence_seq < $2 OR (fence_seq = $2 AND fence_holder = $3))`
 
 	// fencedClaim is the same without a write: it only raises the row's
 	// high-water, e.g. before reading the row in another statement.
 	fencedClaim = `UPDATE items
-		SET fence_seq = $2, fence_holder = $3
-		WHERE id = $1 AND (fence_seq < $2 OR (fence_seq = $2 AND fence_holder = $3))`
+		SET fence_seq = $2, fence_holder = $3, fence_lock = $4
+		WHERE id = $1 AND (fence_lock IS NULL OR fence_lock = $4)
+		  AND (fence_seq < $2 OR (fence_seq = $2 AND fence_holder = $3))`
 
-	rowHighest = `SELECT fence_seq, fence_holder FROM items WHERE id = $1`
+	// rowMove binds the row to lock $3 and forgets its high-water, if it
+	// is bound to $2 or to none.
+	rowMove = `UPDATE items SET fence_seq = 0, fence_holder = '', fence_lock = $3
+		WHERE id = $1 AND (fence_lock IS NULL OR fence_lock = $2)`
+
+	rowHighest = `SELECT fence_seq, fence_holder, coalesce(fence_lock, '') FROM items WHERE id = $1`
 )
 
 // perRow is a verifier built on the per-row pattern, so that the conformance
@@ -54,6 +62,9 @@ func (p perRow) write(ctx context.Context, resource string, tok fence.Token, fai
 }
 
 func (p perRow) exec(ctx context.Context, resource string, tok fence.Token, sql string, fail bool) error {
+	if ctx == nil {
+		return fmt.Errorf("%w: nil context", verifier.ErrInvalid)
+	}
 	if err := verifier.ValidateClaim(resource, tok); err != nil {
 		return err
 	}
@@ -66,7 +77,7 @@ func (p perRow) exec(ctx context.Context, resource string, tok fence.Token, sql 
 	if _, err := tx.Exec(ctx, `INSERT INTO items (id) VALUES ($1) ON CONFLICT DO NOTHING`, resource); err != nil {
 		return err
 	}
-	args := []any{resource, int64(tok.Seq), tok.Holder}
+	args := []any{resource, int64(tok.Seq), tok.Holder, tok.Key}
 	if sql == fencedUpdate {
 		args = append(args, strconv.FormatUint(tok.Seq, 10)+":"+tok.Holder)
 	}
@@ -77,14 +88,43 @@ func (p perRow) exec(ctx context.Context, resource string, tok fence.Token, sql 
 	if tag.RowsAffected() == 0 {
 		// Rejected (the row exists). Its high-water, for the error.
 		var seq int64
-		var holder string
-		if err := tx.QueryRow(ctx, rowHighest, resource).Scan(&seq, &holder); err != nil {
+		var holder, lock string
+		if err := tx.QueryRow(ctx, rowHighest, resource).Scan(&seq, &holder, &lock); err != nil {
 			return err
+		}
+		if lock != "" && lock != tok.Key {
+			return &verifier.ForeignError{Resource: resource, Token: tok, Lock: lock}
 		}
 		return &verifier.StaleError{Resource: resource, Token: tok, Highest: uint64(seq), HighestHolder: holder}
 	}
 	if fail {
 		return errors.New("the write failed after the fenced update")
+	}
+	return tx.Commit(ctx)
+}
+
+func (p perRow) Move(ctx context.Context, resource, from, to string) error {
+	if err := verifier.ValidateMove(resource, from, to); err != nil {
+		return err
+	}
+	tx, err := p.db.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	if _, err := tx.Exec(ctx, `INSERT INTO items (id) VALUES ($1) ON CONFLICT DO NOTHING`, resource); err != nil {
+		return err
+	}
+	tag, err := tx.Exec(ctx, rowMove, resource, from, to)
+	if err != nil {
+		return err
+	}
+	if tag.RowsAffected() == 0 {
+		var lock string
+		if err := tx.QueryRow(ctx, `SELECT fence_lock FROM items WHERE id = $1`, resource).Scan(&lock); err != nil {
+			return err
+		}
+		return &verifier.ForeignError{Resource: resource, Token: fence.Token{Key: from}, Lock: lock}
 	}
 	return tx.Commit(ctx)
 }
@@ -101,8 +141,8 @@ func TestPerRowFence(t *testing.T) {
 				return 0, "", err
 			}
 			var seq int64
-			var holder string
-			err := conn.QueryRow(ctx, rowHighest, resource).Scan(&seq, &holder)
+			var holder, lock string
+			err := conn.QueryRow(ctx, rowHighest, resource).Scan(&seq, &holder, &lock)
 			if errors.Is(err, pgx.ErrNoRows) {
 				return 0, "", nil
 			}

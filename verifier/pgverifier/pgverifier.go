@@ -23,6 +23,8 @@ var (
 	guardSQL string
 	//go:embed highest.sql
 	highestSQL string
+	//go:embed move.sql
+	moveSQL string
 )
 
 // Querier runs a statement that returns at most one row. *pgxpool.Pool,
@@ -97,10 +99,14 @@ type Verifier struct {
 	table      string // quoted
 	guardSQL   string
 	highestSQL string
+	moveSQL    string
 	hooks      *observe.Hooks
 }
 
-var _ verifier.Verifier = (*Verifier)(nil)
+var (
+	_ verifier.Verifier = (*Verifier)(nil)
+	_ verifier.Mover    = (*Verifier)(nil)
+)
 
 // identPart matches a valid part of a table name: PostgreSQL truncates
 // identifiers past 63 bytes, and pgx drops NUL bytes; both would silently
@@ -133,14 +139,16 @@ func New(db DB, opts ...Option) (*Verifier, error) {
 		table:      table,
 		guardSQL:   strings.ReplaceAll(guardSQL, "{{table}}", table),
 		highestSQL: strings.ReplaceAll(highestSQL, "{{table}}", table),
+		moveSQL:    strings.ReplaceAll(moveSQL, "{{table}}", table),
 		hooks:      c.hooks,
 	}, nil
 }
 
 // Claim checks tok for resource and raises the resource's high-water to it,
 // as one statement on the verifier's DB (committed at once, unless that DB is
-// a transaction). It returns a *verifier.StaleError when tok is rejected; see
-// [verifier.Verifier] for the other errors.
+// a transaction). It returns a *verifier.StaleError when tok is rejected, a
+// *verifier.ForeignError when the resource is bound to another lock than
+// tok.Key; see [verifier.Verifier] for the other errors.
 //
 // Claim alone does not fence a later write in another transaction. Use
 // [Verifier.WithTx], or [Verifier.Guard] in your own transaction, or the
@@ -171,8 +179,8 @@ func (v *Verifier) usable(ctx context.Context) error {
 // Run it before the transaction reads what it will write (claim before
 // read). If the transaction rolls back, so does the raised high-water.
 //
-// It returns nil when tok is accepted and a *verifier.StaleError when it is
-// not; a rejection leaves the transaction usable, so the caller decides
+// It returns nil when tok is accepted and a *verifier.StaleError (or, for a
+// token of another lock, a *verifier.ForeignError) when it is not; a refusal leaves the transaction usable, so the caller decides
 // whether to roll back (it should). Other errors come from the database,
 // unchanged in the chain (errors.As with *pgconn.PgError works), and then
 // the transaction is aborted. A nil or typed-nil q returns an error
@@ -201,21 +209,61 @@ func (v *Verifier) guard(ctx context.Context, q Querier, resource string, tok fe
 		return err
 	}
 	var seq int64
-	err := q.QueryRow(ctx, v.guardSQL, resource, int64(tok.Seq), tok.Holder).Scan(&seq)
+	err := q.QueryRow(ctx, v.guardSQL, v.guardArgs(resource, tok)...).Scan(&seq)
 	if err == nil {
 		return nil
 	}
 	if !errors.Is(err, pgx.ErrNoRows) {
 		return fmt.Errorf("pgverifier: guard %q: %w", resource, err)
 	}
-	// Rejected. This second statement sees the latest committed high-water
-	// (the guard waited for, and locked, the row), unlike a CTE in the guard
-	// itself, which would read the statement's older snapshot.
-	high, holder, err := v.highest(ctx, q, resource)
+	return v.refusal(ctx, q, resource, tok)
+}
+
+// guardArgs are guard.sql's parameters.
+func (v *Verifier) guardArgs(resource string, tok fence.Token) []any {
+	return []any{resource, int64(tok.Seq), tok.Holder, tok.Key}
+}
+
+// refusal reads why the guard refused tok: a *verifier.ForeignError or a
+// *verifier.StaleError. Run on the guard's transaction, this second
+// statement sees the latest committed high-water (the guard waited for,
+// and locked, the row), unlike a CTE in the guard itself, which would read
+// the statement's older snapshot.
+func (v *Verifier) refusal(ctx context.Context, q Querier, resource string, tok fence.Token) error {
+	high, holder, lock, err := v.highest(ctx, q, resource)
 	if err != nil {
-		return fmt.Errorf("pgverifier: guard %q rejected %v, and reading the high-water failed: %w", resource, tok, err)
+		return fmt.Errorf("pgverifier: guard %q refused %v, and reading the high-water failed: %w", resource, tok, err)
+	}
+	if lock != "" && lock != tok.Key {
+		return &verifier.ForeignError{Resource: resource, Token: tok, Lock: lock}
 	}
 	return &verifier.StaleError{Resource: resource, Token: tok, Highest: high, HighestHolder: holder}
+}
+
+// Move binds resource to lock to and forgets its high-water, provided it
+// is bound to from or to no lock yet; otherwise it returns a
+// *verifier.ForeignError and changes nothing. See [verifier.Mover]. It is
+// one statement on the verifier's DB.
+func (v *Verifier) Move(ctx context.Context, resource, from, to string) error {
+	if err := v.usable(ctx); err != nil {
+		return err
+	}
+	if err := verifier.ValidateMove(resource, from, to); err != nil {
+		return err
+	}
+	var seq int64
+	err := v.db.QueryRow(ctx, v.moveSQL, resource, from, to).Scan(&seq)
+	if err == nil {
+		return nil
+	}
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("pgverifier: move %q: %w", resource, err)
+	}
+	_, _, lock, err := v.highest(ctx, v.db, resource)
+	if err != nil {
+		return fmt.Errorf("pgverifier: move %q refused, and reading its lock failed: %w", resource, err)
+	}
+	return &verifier.ForeignError{Resource: resource, Token: fence.Token{Key: from}, Lock: lock}
 }
 
 // Highest returns the high-water of resource: the highest Seq it accepted
@@ -227,24 +275,39 @@ func (v *Verifier) Highest(ctx context.Context, resource string) (seq uint64, ho
 	if err := verifier.ValidateResource(resource); err != nil {
 		return 0, "", err
 	}
-	seq, holder, err = v.highest(ctx, v.db, resource)
+	seq, holder, _, err = v.highest(ctx, v.db, resource)
 	if err != nil {
 		return 0, "", fmt.Errorf("pgverifier: high-water of %q: %w", resource, err)
 	}
 	return seq, holder, nil
 }
 
-func (v *Verifier) highest(ctx context.Context, q Querier, resource string) (uint64, string, error) {
-	var seq int64
-	var holder string
-	err := q.QueryRow(ctx, v.highestSQL, resource).Scan(&seq, &holder)
+// highest reads the high-water of resource and the lock it is bound to.
+func (v *Verifier) highest(ctx context.Context, q Querier, resource string) (seq uint64, holder, lock string, err error) {
+	var s int64
+	err = q.QueryRow(ctx, v.highestSQL, resource).Scan(&s, &holder, &lock)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return 0, "", nil
+		return 0, "", "", nil
 	}
 	if err != nil {
-		return 0, "", err
+		return 0, "", "", err
 	}
-	return uint64(seq), holder, nil
+	return uint64(s), holder, lock, nil
+}
+
+// Lock returns the lock resource is bound to, or "" if none.
+func (v *Verifier) Lock(ctx context.Context, resource string) (string, error) {
+	if err := v.usable(ctx); err != nil {
+		return "", err
+	}
+	if err := verifier.ValidateResource(resource); err != nil {
+		return "", err
+	}
+	_, _, lock, err := v.highest(ctx, v.db, resource)
+	if err != nil {
+		return "", fmt.Errorf("pgverifier: lock of %q: %w", resource, err)
+	}
+	return lock, nil
 }
 
 // Table returns the quoted name of the high-water table, ready to put in

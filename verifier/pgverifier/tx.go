@@ -24,7 +24,7 @@ import (
 // pauses either holder takes.
 //
 // When tok is rejected, fn is not called and WithTx returns a
-// *verifier.StaleError. When fn returns an error (or panics), the
+// *verifier.StaleError (or a *verifier.ForeignError). When fn returns an error (or panics), the
 // transaction rolls back, the high-water stays where it was, and WithTx
 // returns fn's error. A failed commit is returned as is: the write and the
 // raised high-water are then both in or both out, never one without the
@@ -70,8 +70,10 @@ func (v *Verifier) WithTx(ctx context.Context, resource string, tok fence.Token,
 //
 // The server runs the guard before sql, so sql reads and writes only after
 // the resource's high-water row is locked (claim before read). When tok is
-// rejected, sql's effects are rolled back and Exec returns a
-// *verifier.StaleError; when sql fails, the high-water stays where it was.
+// refused, sql's effects are rolled back and Exec returns a
+// *verifier.StaleError or *verifier.ForeignError; when sql fails, the
+// high-water stays where it was and the error (prefixed "pgverifier:
+// exec:", never "guard") wraps the server's *pgconn.PgError.
 func (v *Verifier) Exec(ctx context.Context, resource string, tok fence.Token, sql string, args ...any) (_ pgconn.CommandTag, err error) {
 	if err := v.usable(ctx); err != nil {
 		return pgconn.CommandTag{}, err
@@ -87,7 +89,7 @@ func (v *Verifier) Exec(ctx context.Context, resource string, tok fence.Token, s
 	defer tx.Rollback(context.WithoutCancel(ctx))
 
 	b := &pgx.Batch{}
-	b.Queue(v.guardSQL, resource, int64(tok.Seq), tok.Holder)
+	b.Queue(v.guardSQL, v.guardArgs(resource, tok)...)
 	b.Queue(sql, args...)
 	br := tx.SendBatch(ctx, b)
 	var seq int64
@@ -99,15 +101,19 @@ func (v *Verifier) Exec(ctx context.Context, resource string, tok fence.Token, s
 		if err := tx.Rollback(ctx); err != nil {
 			return pgconn.CommandTag{}, fmt.Errorf("pgverifier: rollback after a rejected token: %w", err)
 		}
-		high, holder, err := v.highest(ctx, v.db, resource)
-		if err != nil {
-			return pgconn.CommandTag{}, fmt.Errorf("pgverifier: guard %q rejected %v, and reading the high-water failed: %w", resource, tok, err)
-		}
-		return pgconn.CommandTag{}, &verifier.StaleError{Resource: resource, Token: tok, Highest: high, HighestHolder: holder}
+		return pgconn.CommandTag{}, v.refusal(ctx, v.db, resource, tok)
 	case guardErr != nil:
+		// pgx prepares every statement of a batch before it runs the first,
+		// so an error in sql (a typo, a missing column) arrives as the
+		// guard's. Blame sql when it does not prepare on its own (after the
+		// rollback, since the DB may be this very connection).
+		_ = tx.Rollback(ctx)
+		if userErr := v.prepares(ctx, sql); userErr != nil {
+			return pgconn.CommandTag{}, fmt.Errorf("pgverifier: exec: %w", userErr)
+		}
 		return pgconn.CommandTag{}, fmt.Errorf("pgverifier: guard %q: %w", resource, guardErr)
 	case execErr != nil:
-		return pgconn.CommandTag{}, execErr
+		return pgconn.CommandTag{}, fmt.Errorf("pgverifier: exec: %w", execErr)
 	case closeErr != nil:
 		return pgconn.CommandTag{}, closeErr
 	}
@@ -115,4 +121,22 @@ func (v *Verifier) Exec(ctx context.Context, resource string, tok fence.Token, s
 		return pgconn.CommandTag{}, fmt.Errorf("pgverifier: commit %q: %w", resource, err)
 	}
 	return tag, nil
+}
+
+// prepares returns the error that preparing sql alone gives, if the
+// server refuses to prepare it, or nil. It runs only after a batch failed,
+// to tell whose statement was at fault; a failure to ask returns nil, and
+// the batch's error stands.
+func (v *Verifier) prepares(ctx context.Context, sql string) error {
+	tx, err := v.db.Begin(ctx)
+	if err != nil {
+		return nil
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	_, err = tx.Prepare(ctx, "", sql)
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return err
+	}
+	return nil
 }
