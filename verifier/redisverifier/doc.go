@@ -3,8 +3,12 @@
 // the write and the raise of the high-water are one Lua script, so nothing
 // can run between them.
 //
-// The high-water of resource R is the hash PREFIX+R {seq, holder} (see
-// [WithPrefix]). The built-in writes are [Verifier.Set] and [Verifier.HSet];
+// The high-water of resource R is the hash PREFIX+R {seq, holder, lock} (see
+// [WithPrefix]). A resource is bound to the lock of the first token it
+// accepts; a token of another lock is refused with a
+// *verifier.ForeignError, and [Verifier.Move] moves a resource to another
+// lock. A hash written by an older version has no lock and adopts the lock
+// of the next token it accepts. The built-in writes are [Verifier.Set] and [Verifier.HSet];
 // [Verifier.NewScript] fences a write of your own, written in Lua at
 // construction time. [Verifier.Claim] raises the high-water with no write,
 // to claim a resource before reading it.

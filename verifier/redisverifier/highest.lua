@@ -1,2 +1,3 @@
--- highest.lua: the high-water of one resource, {seq, holder} or {false, false}.
-return redis.call('HMGET', KEYS[1], 'seq', 'holder')
+-- highest.lua: the high-water of one resource and its lock,
+-- {seq, holder, lock}, with false for what is missing.
+return redis.call('HMGET', KEYS[1], 'seq', 'holder', 'lock')

@@ -27,9 +27,12 @@ var (
 	customSrc string
 	//go:embed highest.lua
 	highestSrc string
+	//go:embed move.lua
+	moveSrc string
 
 	fencedScript  = redis.NewScript(checkSrc + "\n" + fencedSrc)
 	highestScript = redis.NewScript(highestSrc)
+	moveScript    = redis.NewScript(moveSrc)
 )
 
 // DefaultPrefix is the prefix of high-water keys unless [WithPrefix] says
@@ -83,7 +86,10 @@ type Verifier struct {
 	hooks  *observe.Hooks
 }
 
-var _ verifier.Verifier = (*Verifier)(nil)
+var (
+	_ verifier.Verifier = (*Verifier)(nil)
+	_ verifier.Mover    = (*Verifier)(nil)
+)
 
 // New returns a verifier that runs its scripts on rdb (a *redis.Client,
 // *redis.ClusterClient, *redis.Ring or redis.UniversalClient). The client
@@ -173,18 +179,62 @@ func (v *Verifier) Highest(ctx context.Context, resource string) (seq uint64, ho
 	if err := verifier.ValidateResource(resource); err != nil {
 		return 0, "", err
 	}
+	seq, holder, _, err = v.highest(ctx, resource)
+	return seq, holder, err
+}
+
+// Lock returns the lock resource is bound to, or "" if none.
+func (v *Verifier) Lock(ctx context.Context, resource string) (string, error) {
+	if err := v.usable(ctx); err != nil {
+		return "", err
+	}
+	if err := verifier.ValidateResource(resource); err != nil {
+		return "", err
+	}
+	_, _, lock, err := v.highest(ctx, resource)
+	return lock, err
+}
+
+// highest reads the high-water of resource and its lock.
+func (v *Verifier) highest(ctx context.Context, resource string) (seq uint64, holder, lock string, err error) {
 	reply, err := highestScript.Run(ctx, v.rdb, []string{v.Key(resource)}).Slice()
 	if err != nil {
-		return 0, "", fmt.Errorf("redisverifier: high-water of %q: %w", resource, err)
+		return 0, "", "", fmt.Errorf("redisverifier: high-water of %q: %w", resource, err)
 	}
-	if len(reply) != 2 || reply[0] == nil {
-		return 0, "", nil
+	if len(reply) != 3 {
+		return 0, "", "", fmt.Errorf("redisverifier: high-water of %q: unexpected reply %v", resource, reply)
+	}
+	lock, _ = reply[2].(string)
+	if reply[0] == nil {
+		return 0, "", lock, nil
 	}
 	seq, holder, err = parseHigh(reply[0], reply[1])
 	if err != nil {
-		return 0, "", fmt.Errorf("redisverifier: high-water of %q: %w", resource, err)
+		return 0, "", "", fmt.Errorf("redisverifier: high-water of %q: %w", resource, err)
 	}
-	return seq, holder, nil
+	return seq, holder, lock, nil
+}
+
+// Move binds resource to lock to and forgets its high-water, provided it
+// is bound to from or to no lock yet; otherwise it returns a
+// *verifier.ForeignError and changes nothing. See [verifier.Mover]. It is
+// one script.
+func (v *Verifier) Move(ctx context.Context, resource, from, to string) error {
+	if err := v.usable(ctx); err != nil {
+		return err
+	}
+	if err := verifier.ValidateMove(resource, from, to); err != nil {
+		return err
+	}
+	reply, err := moveScript.Run(ctx, v.rdb, []string{v.Key(resource)}, from, to).Slice()
+	if err != nil {
+		return fmt.Errorf("redisverifier: move %q: %w", resource, err)
+	}
+	if ok, _ := reply[0].(int64); ok == 1 {
+		return nil
+	}
+	lock, _ := reply[len(reply)-1].(string)
+	return &verifier.ForeignError{Resource: resource, Token: fence.Token{Key: from}, Lock: lock}
 }
 
 // run executes a fenced script: KEYS = [high-water, keys...], ARGV = [seq,
@@ -211,7 +261,7 @@ func (v *Verifier) check(ctx context.Context, s *redis.Script, resource string, 
 		}
 	}
 	allKeys := append([]string{hw}, keys...)
-	allArgs := append([]any{strconv.FormatUint(tok.Seq, 10), tok.Holder}, args...)
+	allArgs := append([]any{strconv.FormatUint(tok.Seq, 10), tok.Holder, tok.Key}, args...)
 	reply, err := s.Run(ctx, v.rdb, allKeys, allArgs...).Slice()
 	if err != nil {
 		return nil, fmt.Errorf("redisverifier: resource %q: %w", resource, err)
@@ -224,6 +274,10 @@ func (v *Verifier) check(ctx context.Context, s *redis.Script, resource string, 
 			return reply[1], nil
 		}
 		return nil, nil
+	}
+	if code, _ := reply[0].(int64); code == 2 && len(reply) == 2 {
+		lock, _ := reply[1].(string)
+		return nil, &verifier.ForeignError{Resource: resource, Token: tok, Lock: lock}
 	}
 	if len(reply) != 3 {
 		return nil, fmt.Errorf("redisverifier: resource %q: unexpected script reply %v", resource, reply)
@@ -238,6 +292,9 @@ func (v *Verifier) check(ctx context.Context, s *redis.Script, resource string, 
 func parseHigh(seqReply, holderReply any) (uint64, string, error) {
 	s, _ := seqReply.(string)
 	holder, ok := holderReply.(string)
+	if s == "0" && ok && holder == "" {
+		return 0, "", nil // moved to another lock, no token accepted since
+	}
 	seq, err := fence.ParseSeq(s)
 	if err != nil || !ok {
 		return 0, "", errors.Join(fmt.Errorf("corrupt high-water (%v, %v)", seqReply, holderReply), err)

@@ -34,7 +34,8 @@ type Script struct {
 //
 // body becomes part of the script's source: pass a constant from your code,
 // never text that came from a request. Data goes in Run's keys and args.
-// A syntax error in body is reported by the first Run.
+// A syntax error in body is reported by the first Run, with body's own line
+// numbers ("user_script:2: ...").
 //
 // NewScript does no I/O. Called on a nil *Verifier, or on one not made by
 // [New], it returns an error wrapping [ErrInvalid].
@@ -42,11 +43,14 @@ func (v *Verifier) NewScript(body string) (*Script, error) {
 	if v == nil || v.rdb == nil {
 		return nil, invalid("NewScript on a Verifier not made by New")
 	}
+	// body starts on the script's first line, so that the line numbers in
+	// Redis' errors ("user_script:3: ...") are body's own.
 	var src strings.Builder
-	src.WriteString(checkSrc)
-	src.WriteString("\nlocal function write(KEYS, ARGV, FENCE_SEQ, FENCE_HOLDER)\n")
+	src.WriteString("local function write(KEYS, ARGV, FENCE_SEQ, FENCE_HOLDER) ")
 	src.WriteString(body)
 	src.WriteString("\nend\n")
+	src.WriteString(checkSrc)
+	src.WriteString("\n")
 	src.WriteString(customSrc)
 	return &Script{v: v, s: redis.NewScript(src.String())}, nil
 }
@@ -54,7 +58,8 @@ func (v *Verifier) NewScript(body string) (*Script, error) {
 // Run runs the script's write with keys and args if tok is accepted for
 // resource, raises the high-water, and returns the write's result (as
 // go-redis returns script replies: int64, string, []any, nil...). A rejected
-// token returns a *verifier.StaleError and the write does not run. In Redis
+// token returns a *verifier.StaleError (a token of another lock than the
+// resource's, a *verifier.ForeignError) and the write does not run. In Redis
 // Cluster, keys must hash to the same slot as the resource's high-water key
 // (see the package documentation). Run on a nil *Script, or on one not made
 // by [Verifier.NewScript], returns an error wrapping [ErrInvalid].
