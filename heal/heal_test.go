@@ -182,3 +182,32 @@ func TestWriteNilInputs(t *testing.T) {
 	}
 	assert.False(t, called)
 }
+
+// A token of another lock than the resource's is not healed: no advance of
+// the lease's counter would make it acceptable, so heal.Write returns the
+// *verifier.ForeignError at once and leaves the counter alone.
+func TestForeignIsNotHealed(t *testing.T) {
+	ctx := t.Context()
+	rdb := testenv.NewRedis(t).Client()
+	t.Cleanup(func() { rdb.Close() })
+	c, err := lease.New(rdb)
+	require.NoError(t, err)
+	v := verifier.NewMemory()
+	require.NoError(t, v.Claim(ctx, "orders/17", fence.Token{Key: "orders/17", Seq: 1, Holder: "h"}))
+
+	l, err := c.TryAcquire(ctx, lock, time.Minute)
+	require.NoError(t, err)
+	t.Cleanup(func() { l.Release(context.Background()) })
+	before := l.Token()
+	calls := 0
+	err = heal.Write(ctx, l, func(ctx context.Context, tok fence.Token) error {
+		calls++
+		return v.Claim(ctx, "orders/17", tok)
+	})
+	require.ErrorIs(t, err, verifier.ErrForeign)
+	assert.Equal(t, 1, calls, "no retry")
+	assert.Equal(t, before, l.Token(), "no reissue")
+	info, err := c.Inspect(ctx, lock)
+	require.NoError(t, err)
+	assert.Equal(t, before.Seq, info.LastSeq, "the counter was not advanced")
+}
