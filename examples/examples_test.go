@@ -4,9 +4,13 @@ package examples_test
 
 import (
 	"context"
+	"go/parser"
+	"go/token"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -41,6 +45,24 @@ func TestExamples(t *testing.T) {
 				assert.Greater(t, second, first, "the waiter's token is newer")
 			}
 		})
+	}
+}
+
+// TestMainFilesReadLikeUserCode keeps every example's main.go copyable into
+// another module: it imports no internal package (the throwaway servers
+// are started by dev.go, through examples/internal/devserver).
+func TestMainFilesReadLikeUserCode(t *testing.T) {
+	mains, err := filepath.Glob("*/main.go")
+	require.NoError(t, err)
+	require.NotEmpty(t, mains)
+	for _, path := range mains {
+		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ImportsOnly)
+		require.NoError(t, err)
+		for _, imp := range f.Imports {
+			p, _ := strconv.Unquote(imp.Path.Value)
+			assert.False(t, strings.Contains(p, "/internal/") || strings.HasSuffix(p, "/internal"),
+				"%s imports %s: a user could not copy it", path, p)
+		}
 	}
 }
 

@@ -2,19 +2,23 @@
 // a fencing token, a second client waits for the same lock, and when the
 // first releases it the second is woken at once and gets a higher token.
 //
-//	go run ./examples/basic
+//	REDIS_URL=redis://localhost:6379/0 go run ./examples/basic
 //
-// It starts a throwaway redis-server unless REDIS_URL is set.
+// It uses the Redis at REDIS_URL. Left unset, dev.go (not part of the
+// example) starts a throwaway redis-server, so `go run ./examples/basic`
+// needs no setup.
 package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log"
 	"os"
 	"time"
 
-	"github.com/fencelock/fencelock/internal/testenv"
+	"github.com/redis/go-redis/v9"
+
 	"github.com/fencelock/fencelock/lease"
 )
 
@@ -27,11 +31,11 @@ func main() {
 func run() error {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	rdb, stop, err := testenv.RedisOrStart(ctx)
+	rdb, err := connectRedis(ctx, os.Getenv("REDIS_URL"))
 	if err != nil {
 		return err
 	}
-	defer stop()
+	defer rdb.Close()
 	locks, err := lease.New(rdb)
 	if err != nil {
 		return err
@@ -78,4 +82,23 @@ func run() error {
 		return err
 	}
 	return nil
+}
+
+// connectRedis returns a client for the Redis at url, set up as fencelock's
+// README recommends, once it answers PING.
+func connectRedis(ctx context.Context, url string) (*redis.Client, error) {
+	if url == "" {
+		return nil, errors.New("REDIS_URL is not set (e.g. redis://localhost:6379/0)")
+	}
+	opt, err := redis.ParseURL(url)
+	if err != nil {
+		return nil, fmt.Errorf("REDIS_URL: %w", err)
+	}
+	opt.ContextTimeoutEnabled = true // context deadlines bound socket reads
+	rdb := redis.NewClient(opt)
+	if err := rdb.Ping(ctx).Err(); err != nil {
+		rdb.Close()
+		return nil, fmt.Errorf("REDIS_URL=%s: %w", url, err)
+	}
+	return rdb, nil
 }

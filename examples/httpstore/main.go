@@ -4,13 +4,15 @@
 // Conflict (with the highest token the key has seen) instead of overwriting
 // a newer client's value; a malformed token gets 400 and a missing one 428.
 //
-//	go run ./examples/httpstore
+//	REDIS_URL=redis://localhost:6379/0 go run ./examples/httpstore
 //
-// It starts a throwaway redis-server for the leases unless REDIS_URL is set.
+// It uses the Redis at REDIS_URL for the leases. Left unset, dev.go (not
+// part of the example) starts a throwaway redis-server.
 package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log"
@@ -21,8 +23,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/fencelock/fencelock/fence"
-	"github.com/fencelock/fencelock/internal/testenv"
 	"github.com/fencelock/fencelock/lease"
 	"github.com/fencelock/fencelock/verifier"
 )
@@ -75,11 +78,11 @@ func (s *store) handler() (http.Handler, error) {
 func run() error {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	rdb, stopRedis, err := testenv.RedisOrStart(ctx)
+	rdb, err := connectRedis(ctx, os.Getenv("REDIS_URL"))
 	if err != nil {
 		return err
 	}
-	defer stopRedis()
+	defer rdb.Close()
 	locks, err := lease.New(rdb)
 	if err != nil {
 		return err
@@ -155,4 +158,23 @@ func put(ctx context.Context, who, url, value, token string) {
 		fmt.Printf("\n      %s", strings.TrimSpace(string(body)))
 	}
 	fmt.Println()
+}
+
+// connectRedis returns a client for the Redis at url, set up as fencelock's
+// README recommends, once it answers PING.
+func connectRedis(ctx context.Context, url string) (*redis.Client, error) {
+	if url == "" {
+		return nil, errors.New("REDIS_URL is not set (e.g. redis://localhost:6379/0)")
+	}
+	opt, err := redis.ParseURL(url)
+	if err != nil {
+		return nil, fmt.Errorf("REDIS_URL: %w", err)
+	}
+	opt.ContextTimeoutEnabled = true // context deadlines bound socket reads
+	rdb := redis.NewClient(opt)
+	if err := rdb.Ping(ctx).Err(); err != nil {
+		rdb.Close()
+		return nil, fmt.Errorf("REDIS_URL=%s: %w", url, err)
+	}
+	return rdb, nil
 }

@@ -6,10 +6,10 @@
 // a worker that paused past its lease writes balances computed from stale
 // reads and money appears or vanishes.
 //
-//	go run ./examples/ledger
+//	REDIS_URL=redis://localhost:6379/0 DATABASE_URL=postgres://localhost/mydb go run ./examples/ledger
 //
-// It starts throwaway redis-server and PostgreSQL servers unless REDIS_URL
-// and DATABASE_URL are set.
+// It uses the Redis at REDIS_URL and the PostgreSQL at DATABASE_URL. Left
+// unset, dev.go (not part of the example) starts throwaway servers.
 package main
 
 import (
@@ -25,8 +25,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/redis/go-redis/v9"
 
-	"github.com/fencelock/fencelock/internal/testenv"
 	"github.com/fencelock/fencelock/lease"
 	"github.com/fencelock/fencelock/migrations"
 	"github.com/fencelock/fencelock/verifier"
@@ -58,16 +58,15 @@ func main() {
 func run() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	rdb, stopRedis, err := testenv.RedisOrStart(ctx)
+	rdb, err := connectRedis(ctx, os.Getenv("REDIS_URL"))
 	if err != nil {
 		return err
 	}
-	defer stopRedis()
-	dsn, stopPG, err := testenv.PostgresOrStart(ctx)
-	if err != nil {
-		return err
+	defer rdb.Close()
+	dsn := os.Getenv("DATABASE_URL")
+	if dsn == "" {
+		return errors.New("DATABASE_URL is not set (e.g. postgres://user:pass@localhost:5432/mydb)")
 	}
-	defer stopPG()
 	conn, err := pgx.Connect(ctx, dsn)
 	if err != nil {
 		return err
@@ -255,4 +254,23 @@ func (l *ledger) sleep(leases []*lease.Lease) {
 	if !leases[0].Held() {
 		l.expired.Add(1)
 	}
+}
+
+// connectRedis returns a client for the Redis at url, set up as fencelock's
+// README recommends, once it answers PING.
+func connectRedis(ctx context.Context, url string) (*redis.Client, error) {
+	if url == "" {
+		return nil, errors.New("REDIS_URL is not set (e.g. redis://localhost:6379/0)")
+	}
+	opt, err := redis.ParseURL(url)
+	if err != nil {
+		return nil, fmt.Errorf("REDIS_URL: %w", err)
+	}
+	opt.ContextTimeoutEnabled = true // context deadlines bound socket reads
+	rdb := redis.NewClient(opt)
+	if err := rdb.Ping(ctx).Err(); err != nil {
+		rdb.Close()
+		return nil, fmt.Errorf("REDIS_URL=%s: %w", url, err)
+	}
+	return rdb, nil
 }
