@@ -5,6 +5,7 @@ go 1.26.0
 replace github.com/fencelock/fencelock => ../
 
 require (
+	github.com/anishathalye/porcupine v1.3.1
 	github.com/bsm/redislock v0.9.4
 	github.com/fencelock/fencelock v0.0.0-00010101000000-000000000000
 	github.com/go-redsync/redsync/v4 v4.18.1
