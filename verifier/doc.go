@@ -16,9 +16,17 @@
 //
 // (fence.Token.Supersedes). The same Seq from another holder is a conflict,
 // not a tie: it means the lock's counter went backwards (a Redis failover or
-// restart), and the second holder is rejected. A rejection is a *[StaleError]
-// (errors.Is(err, [ErrStale])) that carries the resource's highest Seq, so
-// the caller can lift the lock's counter past it and retry.
+// restart), and the second holder is rejected. Such a rejection is a
+// *[StaleError] (errors.Is(err, [ErrStale])) that carries the resource's
+// highest Seq, so the caller can lift the lock's counter past it and retry.
+//
+// # One lock per resource
+//
+// Seqs of different locks come from different counters and do not compare.
+// A verifier binds each resource to the lock (fence.Token.Key) of the first
+// token it accepts, and refuses tokens of other locks with a
+// *[ForeignError] (errors.Is(err, [ErrForeign])), whatever their Seq.
+// Moving a resource to another lock is an explicit step: [Mover].
 //
 // # Check and write in one step, and claim before read
 //
@@ -40,7 +48,5 @@
 //   - pgverifier: PostgreSQL, with the guard in the caller's transaction.
 //   - redisverifier: data kept in Redis, written by one fenced Lua script.
 //
-// A verifier only helps if every writer of the resource goes through it,
-// and if all tokens presented for one resource come from one lock name:
-// Seqs of different locks are not comparable.
+// A verifier only helps if every writer of the resource goes through it.
 package verifier

@@ -42,7 +42,7 @@ var (
 func NewMemory() *Memory { return new(Memory) }
 
 // Claim accepts tok for resource and raises the high-water to it, or
-// returns a *StaleError. See [Verifier] for the errors; a nil m or ctx
+// returns a *StaleError or *ForeignError. See [Verifier] for the errors; a nil m or ctx
 // returns an error wrapping [ErrInvalid].
 func (m *Memory) Claim(ctx context.Context, resource string, tok fence.Token) error {
 	return m.do(ctx, resource, tok, nil)
@@ -52,7 +52,8 @@ func (m *Memory) Claim(ctx context.Context, resource string, tok fence.Token) er
 // Claim or Do for the same resource runs between the check and the end of
 // write. The high-water is raised to tok only when write returns nil, so a
 // failed write leaves it as it was; Do then returns write's error. A
-// rejected token returns a *StaleError and write is not called.
+// refused token returns a *StaleError (or *ForeignError) and write is not
+// called.
 //
 // A nil m, ctx or write returns an error wrapping [ErrInvalid] (to claim
 // without a write, use [Memory.Claim]).

@@ -13,8 +13,11 @@ import (
 //
 // Claim checks tok against the high-water stored for resource and, in the
 // same atomic step, raises the high-water to tok when it is accepted. It
-// returns nil when tok is accepted, an error for which errors.Is(err,
-// ErrStale) holds (a *StaleError) when it is not, an error wrapping
+// returns nil when tok is accepted; when it is refused, an error for which
+// errors.Is(err, ErrStale) holds (a *StaleError) if it is older than the
+// high-water or conflicts with it, or errors.Is(err, ErrForeign) (a
+// *ForeignError) if it belongs to another lock than the resource's; an
+// error wrapping
 // fence.ErrMalformed for an invalid token, an error wrapping
 // ErrInvalidResource for an unusable resource name, and any other error when
 // the storage could not be asked; in all those cases nothing was changed.
@@ -28,8 +31,10 @@ type Verifier interface {
 	Claim(ctx context.Context, resource string, tok fence.Token) error
 }
 
-// ErrStale is the sentinel behind every rejected token. Test for it with
-// errors.Is; use errors.As with *StaleError for the details.
+// ErrStale is the sentinel behind every token refused by the order rule
+// (older than the high-water, or the same Seq from another holder). Test
+// for it with errors.Is; use errors.As with *StaleError for the details. A
+// token of another lock is refused with [ErrForeign] instead.
 var ErrStale = errors.New("verifier: stale token")
 
 // ErrInvalid is returned, before any I/O, for an unusable argument: a nil
@@ -146,6 +151,9 @@ type ForeignError struct {
 func (e *ForeignError) Error() string {
 	if e == nil {
 		return "verifier: token of a foreign lock (nil *ForeignError)"
+	}
+	if e.Token.Seq == 0 { // a refused Move: Token holds only the lock it moved from
+		return fmt.Sprintf("verifier: resource %q is bound to lock %q, not to %q", e.Resource, e.Lock, e.Token.Key)
 	}
 	return fmt.Sprintf("verifier: resource %q is bound to lock %q, not to the token's lock %q (seq %d, holder %q)",
 		e.Resource, e.Lock, e.Token.Key, e.Token.Seq, e.Token.Holder)

@@ -19,7 +19,7 @@
 //	fencelock.refresh.failures   counter        refreshes that failed (the lease may still be held);
 //	                                            fencelock.lock.kind, fencelock.refresh.keepalive
 //	fencelock.verifier.checks    counter        tokens checked by a verifier; attributes fencelock.verifier,
-//	                                            fencelock.verifier.verdict (accepted, stale, conflict, error)
+//	                                            fencelock.verifier.verdict (accepted, stale, conflict, foreign, error)
 //
 // Lock names and resources are not metric attributes: a service that locks
 // per order id would make one time series per order. They are attributes
@@ -144,7 +144,7 @@ func New(opts ...Option) (*observe.Hooks, error) {
 		metric.WithDescription("Refreshes that failed; the lease may still be held until its deadline."))
 	err = errors.Join(err, e)
 	in.checks, e = m.Int64Counter("fencelock.verifier.checks", metric.WithUnit("{token}"),
-		metric.WithDescription("Tokens checked by a verifier, by verdict: accepted, stale, conflict, error."))
+		metric.WithDescription("Tokens checked by a verifier, by verdict: accepted, stale, conflict, foreign, error."))
 	err = errors.Join(err, e)
 	if err != nil {
 		return nil, err

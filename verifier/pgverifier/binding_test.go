@@ -76,3 +76,48 @@ func TestExecBlamesTheStatement(t *testing.T) {
 	assert.Contains(t, err.Error(), "guard")
 	assert.NotErrorIs(t, err, verifier.ErrStale)
 }
+
+// Arguments that do not fit the caller's statement are the caller's error.
+func TestExecBlamesTheArguments(t *testing.T) {
+	ctx := t.Context()
+	conn := connect(t, dsn) // pgx closes a conn after a batch it could not build
+	v, err := pgverifier.New(conn)
+	require.NoError(t, err)
+	_, err = v.Exec(ctx, verifiertest.Resource(t, "r"), verifiertest.Tok(5, "a"), "SELECT $1::int")
+	require.Error(t, err)
+	assert.NotContains(t, err.Error(), "guard", "%v", err)
+	assert.Contains(t, err.Error(), "pgverifier: exec:")
+}
+
+// A Claim that races a Move of its resource to the Claim's own lock is
+// either accepted (after the move) or foreign (before it), never reported
+// as stale against a high-water the Claim did not see: the reason of a
+// refusal read after the guard's transaction ended is checked, and the
+// guard retried when it no longer holds.
+func TestClaimRacingMove(t *testing.T) {
+	ctx := t.Context()
+	pool := newConnPool(t, dsn, 4)
+	v, err := pgverifier.New(pool)
+	require.NoError(t, err)
+	stale, foreign, accepted := 0, 0, 0
+	for i := range 200 {
+		res := verifiertest.Resource(t, "r")
+		require.NoError(t, v.Claim(ctx, res, verifiertest.TokOf("a", 10, "h")), "round %d", i)
+		moved := make(chan error, 1)
+		go func() { moved <- v.Move(ctx, res, "a", "b") }()
+		err := v.Claim(ctx, res, verifiertest.TokOf("b", 5, "h"))
+		require.NoError(t, <-moved)
+		switch {
+		case err == nil:
+			accepted++
+		case errors.Is(err, verifier.ErrForeign):
+			foreign++
+		case errors.Is(err, verifier.ErrStale):
+			stale++
+			t.Errorf("round %d: %v", i, err)
+		default:
+			t.Fatalf("round %d: %v", i, err)
+		}
+	}
+	t.Logf("accepted %d, foreign %d, stale %d", accepted, foreign, stale)
+}

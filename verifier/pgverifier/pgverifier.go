@@ -72,8 +72,11 @@ func WithHooks(h *observe.Hooks) Option {
 // used verbatim, case included; each must be 1 to 63 bytes without NUL
 // (longer names would be truncated by PostgreSQL, NUL dropped by pgx, and
 // either would silently name another table). The table must have the
-// columns of the one in package migrations. The default is [DefaultTable],
-// found through the search_path.
+// columns of the one in package migrations, lock_key included: a table made
+// for an earlier version needs "ALTER TABLE t ADD COLUMN lock_key text" and a
+// seq check that allows 0 (see migrations/000002_fence_lock_binding.up.sql),
+// or every guard fails with "column lock_key does not exist". The default is
+// [DefaultTable], found through the search_path.
 func WithTable(parts ...string) Option {
 	return func(c *config) error {
 		if len(parts) == 0 || len(parts) > 2 {
@@ -208,16 +211,29 @@ func (v *Verifier) guard(ctx context.Context, q Querier, resource string, tok fe
 	if err := verifier.ValidateClaim(resource, tok); err != nil {
 		return err
 	}
-	var seq int64
-	err := q.QueryRow(ctx, v.guardSQL, v.guardArgs(resource, tok)...).Scan(&seq)
-	if err == nil {
-		return nil
+	for attempt := 1; ; attempt++ {
+		var seq int64
+		err := q.QueryRow(ctx, v.guardSQL, v.guardArgs(resource, tok)...).Scan(&seq)
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("pgverifier: guard %q: %w", resource, err)
+		}
+		err = v.refusal(ctx, q, resource, tok)
+		if !errors.Is(err, errMoved) || attempt == maxAttempts {
+			return err
+		}
 	}
-	if !errors.Is(err, pgx.ErrNoRows) {
-		return fmt.Errorf("pgverifier: guard %q: %w", resource, err)
-	}
-	return v.refusal(ctx, q, resource, tok)
 }
+
+// maxAttempts bounds the retries of a statement whose refusal could not be
+// explained because the row changed in between.
+const maxAttempts = 3
+
+// errMoved: the row changed between a refusing statement and the read of
+// its reason, so the reason is unknown; the statement is worth another try.
+var errMoved = errors.New("the high-water changed while its refusal was read; try again")
 
 // guardArgs are guard.sql's parameters.
 func (v *Verifier) guardArgs(resource string, tok fence.Token) []any {
@@ -225,10 +241,12 @@ func (v *Verifier) guardArgs(resource string, tok fence.Token) []any {
 }
 
 // refusal reads why the guard refused tok: a *verifier.ForeignError or a
-// *verifier.StaleError. Run on the guard's transaction, this second
+// *verifier.StaleError. Run in the guard's transaction, this second
 // statement sees the latest committed high-water (the guard waited for,
 // and locked, the row), unlike a CTE in the guard itself, which would read
-// the statement's older snapshot.
+// the statement's older snapshot. Run after the guard's transaction ended
+// (Claim on a pool), the row may have changed in between (a Move): when
+// what it reads would accept tok, the error wraps errMoved.
 func (v *Verifier) refusal(ctx context.Context, q Querier, resource string, tok fence.Token) error {
 	high, holder, lock, err := v.highest(ctx, q, resource)
 	if err != nil {
@@ -236,6 +254,9 @@ func (v *Verifier) refusal(ctx context.Context, q Querier, resource string, tok 
 	}
 	if lock != "" && lock != tok.Key {
 		return &verifier.ForeignError{Resource: resource, Token: tok, Lock: lock}
+	}
+	if tok.Supersedes(fence.Token{Seq: high, Holder: holder}) {
+		return fmt.Errorf("pgverifier: guard %q refused %v: %w", resource, tok, errMoved)
 	}
 	return &verifier.StaleError{Resource: resource, Token: tok, Highest: high, HighestHolder: holder}
 }
@@ -251,19 +272,26 @@ func (v *Verifier) Move(ctx context.Context, resource, from, to string) error {
 	if err := verifier.ValidateMove(resource, from, to); err != nil {
 		return err
 	}
-	var seq int64
-	err := v.db.QueryRow(ctx, v.moveSQL, resource, from, to).Scan(&seq)
-	if err == nil {
-		return nil
+	for attempt := 1; ; attempt++ {
+		var seq int64
+		err := v.db.QueryRow(ctx, v.moveSQL, resource, from, to).Scan(&seq)
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("pgverifier: move %q: %w", resource, err)
+		}
+		_, _, lock, err := v.highest(ctx, v.db, resource)
+		if err != nil {
+			return fmt.Errorf("pgverifier: move %q refused, and reading its lock failed: %w", resource, err)
+		}
+		if lock != "" && lock != from {
+			return &verifier.ForeignError{Resource: resource, Token: fence.Token{Key: from}, Lock: lock}
+		}
+		if attempt == maxAttempts {
+			return fmt.Errorf("pgverifier: move %q refused: %w", resource, errMoved)
+		}
 	}
-	if !errors.Is(err, pgx.ErrNoRows) {
-		return fmt.Errorf("pgverifier: move %q: %w", resource, err)
-	}
-	_, _, lock, err := v.highest(ctx, v.db, resource)
-	if err != nil {
-		return fmt.Errorf("pgverifier: move %q refused, and reading its lock failed: %w", resource, err)
-	}
-	return &verifier.ForeignError{Resource: resource, Token: fence.Token{Key: from}, Lock: lock}
 }
 
 // Highest returns the high-water of resource: the highest Seq it accepted

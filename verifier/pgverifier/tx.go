@@ -98,18 +98,26 @@ func (v *Verifier) Exec(ctx context.Context, resource string, tok fence.Token, s
 	closeErr := br.Close()
 	switch {
 	case errors.Is(guardErr, pgx.ErrNoRows):
-		if err := tx.Rollback(ctx); err != nil {
-			return pgconn.CommandTag{}, fmt.Errorf("pgverifier: rollback after a rejected token: %w", err)
+		// The guard's row lock is held until the rollback: read the reason
+		// in the transaction when it is still usable.
+		var refused error
+		if execErr == nil && closeErr == nil {
+			refused = v.refusal(ctx, tx, resource, tok)
 		}
-		return pgconn.CommandTag{}, v.refusal(ctx, v.db, resource, tok)
+		if err := tx.Rollback(ctx); err != nil {
+			return pgconn.CommandTag{}, fmt.Errorf("pgverifier: rollback after a refused token: %w", err)
+		}
+		if refused == nil {
+			refused = v.refusal(ctx, v.db, resource, tok)
+		}
+		return pgconn.CommandTag{}, refused
 	case guardErr != nil:
 		// pgx prepares every statement of a batch before it runs the first,
-		// so an error in sql (a typo, a missing column) arrives as the
-		// guard's. Blame sql when it does not prepare on its own (after the
-		// rollback, since the DB may be this very connection).
-		_ = tx.Rollback(ctx)
-		if userErr := v.prepares(ctx, sql); userErr != nil {
-			return pgconn.CommandTag{}, fmt.Errorf("pgverifier: exec: %w", userErr)
+		// so an error in sql (a typo, a missing column, arguments that do
+		// not fit) arrives as the guard's; pgx names the statement.
+		var pe pgx.ErrPreprocessingBatch
+		if errors.As(guardErr, &pe) && pe.SQL() != v.guardSQL {
+			return pgconn.CommandTag{}, fmt.Errorf("pgverifier: exec: %w", guardErr)
 		}
 		return pgconn.CommandTag{}, fmt.Errorf("pgverifier: guard %q: %w", resource, guardErr)
 	case execErr != nil:
@@ -121,22 +129,4 @@ func (v *Verifier) Exec(ctx context.Context, resource string, tok fence.Token, s
 		return pgconn.CommandTag{}, fmt.Errorf("pgverifier: commit %q: %w", resource, err)
 	}
 	return tag, nil
-}
-
-// prepares returns the error that preparing sql alone gives, if the
-// server refuses to prepare it, or nil. It runs only after a batch failed,
-// to tell whose statement was at fault; a failure to ask returns nil, and
-// the batch's error stands.
-func (v *Verifier) prepares(ctx context.Context, sql string) error {
-	tx, err := v.db.Begin(ctx)
-	if err != nil {
-		return nil
-	}
-	defer tx.Rollback(context.WithoutCancel(ctx))
-	_, err = tx.Prepare(ctx, "", sql)
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) {
-		return err
-	}
-	return nil
 }

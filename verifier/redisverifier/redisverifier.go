@@ -238,7 +238,7 @@ func (v *Verifier) Move(ctx context.Context, resource, from, to string) error {
 }
 
 // run executes a fenced script: KEYS = [high-water, keys...], ARGV = [seq,
-// holder, args...]. It returns the script's result on acceptance.
+// holder, lock, args...]. It returns the script's result on acceptance.
 func (v *Verifier) run(ctx context.Context, s *redis.Script, resource string, tok fence.Token, keys []string, args ...any) (reply any, err error) {
 	if err := v.usable(ctx); err != nil {
 		return nil, err

@@ -35,7 +35,8 @@ type Script struct {
 // body becomes part of the script's source: pass a constant from your code,
 // never text that came from a request. Data goes in Run's keys and args.
 // A syntax error in body is reported by the first Run, with body's own line
-// numbers ("user_script:2: ...").
+// numbers ("user_script:2: ..."). body runs as a function of its own: it
+// sees only its parameters and Redis' globals, not the script's internals.
 //
 // NewScript does no I/O. Called on a nil *Verifier, or on one not made by
 // [New], it returns an error wrapping [ErrInvalid].
@@ -57,9 +58,9 @@ func (v *Verifier) NewScript(body string) (*Script, error) {
 
 // Run runs the script's write with keys and args if tok is accepted for
 // resource, raises the high-water, and returns the write's result (as
-// go-redis returns script replies: int64, string, []any, nil...). A rejected
-// token returns a *verifier.StaleError (a token of another lock than the
-// resource's, a *verifier.ForeignError) and the write does not run. In Redis
+// go-redis returns script replies: int64, string, []any, nil...). A refused
+// token returns a *verifier.StaleError, or a *verifier.ForeignError for a
+// token of another lock than the resource's, and the write does not run. In Redis
 // Cluster, keys must hash to the same slot as the resource's high-water key
 // (see the package documentation). Run on a nil *Script, or on one not made
 // by [Verifier.NewScript], returns an error wrapping [ErrInvalid].

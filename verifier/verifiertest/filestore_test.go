@@ -92,11 +92,34 @@ func (s fileStore) locked(ctx context.Context, resource string, fn func(rec *fil
 	if err != nil {
 		return err
 	}
+	// Write a new file, sync it, rename it over the old one and sync the
+	// directory: after a crash the record is the old one or the new one,
+	// and an accepted high-water does not go back.
 	tmp := p + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+	if err != nil {
 		return err
 	}
-	return os.Rename(tmp, p)
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, p); err != nil {
+		return err
+	}
+	d, err := os.Open(s.dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
 }
 
 func (s fileStore) read(resource string) (fileRecord, error) {
