@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Installs what the tests, examples and bench need besides Go: redis-server
-# and the PostgreSQL server binaries (initdb, pg_ctl, postgres). Nothing is
-# started here and no system service is used: the project's own code starts
-# throwaway servers on free loopback ports.
+# Installs what the tests, examples and bench need besides Go: redis-server,
+# the PostgreSQL server binaries (initdb, pg_ctl, postgres) and the MariaDB
+# ones (mariadb-install-db, mariadbd). Nothing is started here and no system
+# service is used: the project's own code starts throwaway servers on free
+# loopback ports.
 set -euo pipefail
 
 have_pg() {
@@ -12,10 +13,16 @@ have_pg() {
 	command -v initdb >/dev/null 2>&1
 }
 
+have_mariadb() {
+	have() { [ -x "${MARIADB_BIN:-/nonexistent}/$1" ] || command -v "$1" >/dev/null 2>&1 || [ -x "/usr/sbin/$1" ] || [ -x "/usr/bin/$1" ]; }
+	have mariadbd && have mariadb-install-db
+}
+
 missing=()
 command -v go >/dev/null 2>&1 || { echo "deps: Go is not installed; see https://go.dev/doc/install" >&2; exit 1; }
 command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
 have_pg || missing+=(postgresql)
+have_mariadb || missing+=(mariadb-server)
 [ ${#missing[@]} -eq 0 ] && exit 0
 
 echo "deps: installing ${missing[*]}" >&2
@@ -35,4 +42,5 @@ fi
 export DEBIAN_FRONTEND=noninteractive
 "${sudo[@]}" apt-get update -qq
 "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-# The Debian packages start system services; fencelock never uses them.
+# The Debian packages start system services; fencelock never uses them (its
+# tests start their own servers on free ports, never 5432 or 3306).

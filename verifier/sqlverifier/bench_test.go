@@ -1,0 +1,138 @@
+package sqlverifier_test
+
+import (
+	"context"
+	"database/sql"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/fencelock/fencelock/verifier/sqlverifier"
+	"github.com/fencelock/fencelock/verifier/verifiertest"
+)
+
+// benchSetup returns one connection to tg with a one-row bench_accounts
+// table, and a verifier on that connection.
+func benchSetup(b *testing.B, tg target) (*sql.Conn, *sqlverifier.Verifier, string) {
+	b.Helper()
+	ctx := b.Context()
+	c := tg.conn(b)
+	ddl, ins := `CREATE TABLE IF NOT EXISTS bench_accounts (id INT PRIMARY KEY, balance BIGINT NOT NULL) ENGINE=InnoDB`,
+		`INSERT IGNORE INTO bench_accounts VALUES (1, 0)`
+	if tg.d == sqlverifier.Postgres {
+		ddl, ins = `CREATE TABLE IF NOT EXISTS bench_accounts (id int PRIMARY KEY, balance bigint NOT NULL)`,
+			`INSERT INTO bench_accounts VALUES (1, 0) ON CONFLICT DO NOTHING`
+	}
+	for _, q := range []string{ddl, ins} {
+		_, err := c.ExecContext(ctx, q)
+		require.NoError(b, err)
+	}
+	return c, tg.verifier(b, c), tg.q(`UPDATE bench_accounts SET balance = balance + 1 WHERE id = ?`)
+}
+
+// plain runs update in a transaction, unguarded.
+func plain(ctx context.Context, c *sql.Conn, update string) error {
+	tx, err := c.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, update, 1); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// BenchmarkGuardOverhead runs, in every iteration and on one connection,
+// the same UPDATE four ways: alone (autocommit), in a plain transaction
+// (begin, UPDATE, commit), fenced by Exec and fenced by WithTx (begin,
+// guard, UPDATE, commit: one round trip more than the plain transaction
+// once the resource's row exists). Interleaving them, in a rotating order,
+// means all see the same machine load. It reports the mean time of each
+// and the ratios to the plain transaction, for each target.
+//
+// The "-durable" runs flush every commit to disk, as production servers
+// do (the test servers otherwise skip it: innodb_flush_log_at_trx_commit=2,
+// fsync=off); the fsync then weighs in both ways of writing.
+func BenchmarkGuardOverhead(b *testing.B) {
+	for _, tg := range targets() {
+		for _, durable := range []bool{false, true} {
+			name := tg.name
+			if durable {
+				name += "-durable"
+			}
+			b.Run(name, func(b *testing.B) {
+				if durable {
+					makeDurable(b, tg)
+				}
+				guardOverhead(b, tg)
+			})
+		}
+	}
+}
+
+// makeDurable turns on flushing at commit for the test's duration.
+func makeDurable(b *testing.B, tg target) {
+	ctx := b.Context()
+	on, off := []string{`SET GLOBAL innodb_flush_log_at_trx_commit = 1`}, []string{`SET GLOBAL innodb_flush_log_at_trx_commit = 2`}
+	if tg.d == sqlverifier.Postgres {
+		on = []string{`ALTER SYSTEM SET fsync = on`, `ALTER SYSTEM SET synchronous_commit = on`, `SELECT pg_reload_conf()`}
+		off = []string{`ALTER SYSTEM RESET fsync`, `ALTER SYSTEM RESET synchronous_commit`, `SELECT pg_reload_conf()`}
+	}
+	db := tg.open(b)
+	for _, q := range on {
+		_, err := db.ExecContext(ctx, q)
+		require.NoError(b, err)
+	}
+	b.Cleanup(func() {
+		for _, q := range off {
+			_, _ = db.ExecContext(context.WithoutCancel(ctx), q)
+		}
+	})
+}
+
+func guardOverhead(b *testing.B, tg target) {
+	{
+		{
+			c, v, update := benchSetup(b, tg)
+			ctx := b.Context()
+			resExec := verifiertest.Resource(b, "exec")
+			resTx := verifiertest.Resource(b, "tx")
+			var seq uint64
+			var spent [4]time.Duration // autocommit, plain tx, Exec, WithTx
+			ways := [4]func() error{
+				func() error { _, err := c.ExecContext(ctx, update, 1); return err },
+				func() error { return plain(ctx, c, update) },
+				func() error {
+					_, err := v.Exec(ctx, resExec, verifiertest.Tok(seq, "h"), update, 1)
+					return err
+				},
+				func() error {
+					return v.WithTx(ctx, resTx, verifiertest.Tok(seq, "h"), func(tx *sql.Tx) error {
+						_, err := tx.ExecContext(ctx, update, 1)
+						return err
+					})
+				},
+			}
+			for b.Loop() {
+				seq++
+				for k := range 4 {
+					w := int(seq+uint64(k)) % 4
+					start := time.Now()
+					if err := ways[w](); err != nil {
+						b.Fatal(err)
+					}
+					spent[w] += time.Since(start)
+				}
+			}
+			n := float64(b.N)
+			b.ReportMetric(float64(spent[0].Nanoseconds())/n, "auto-ns/op")
+			b.ReportMetric(float64(spent[1].Nanoseconds())/n, "plain-ns/op")
+			b.ReportMetric(float64(spent[2].Nanoseconds())/n, "exec-ns/op")
+			b.ReportMetric(float64(spent[2])/float64(spent[1]), "exec/plain")
+			b.ReportMetric(float64(spent[3])/float64(spent[1]), "withtx/plain")
+			b.ReportMetric(float64(spent[2])/float64(spent[0]), "exec/auto")
+		}
+	}
+}

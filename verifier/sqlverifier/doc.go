@@ -1,0 +1,91 @@
+// Package sqlverifier checks fencing tokens in a database/sql database,
+// MySQL, MariaDB or PostgreSQL, in the same transaction as the write they
+// protect.
+//
+// Each resource's high-water (the highest token it accepted) and the lock it
+// belongs to are a row of the fence_tokens table, created by package
+// migrations ([github.com/fencelock/fencelock/migrations.ApplySQL], or the files for your migration tool).
+// The driver is yours: github.com/go-sql-driver/mysql for [MySQL], a
+// database/sql driver such as github.com/jackc/pgx/v5/stdlib for
+// [Postgres]. (With pgx itself, package pgverifier does the same without
+// database/sql, and can send the guard and a statement in one round trip.)
+//
+//	db, err := sql.Open("mysql", "app:pw@tcp(db:3306)/app?interpolateParams=true")
+//	_, err = migrations.ApplySQL(ctx, db, sqlverifier.MySQL)
+//	v, err := sqlverifier.New(db, sqlverifier.MySQL)
+//	err = v.WithTx(ctx, "accounts/42", tok, func(tx *sql.Tx) error { ... })
+//
+// A token is accepted when its Seq is higher than the resource's high-water,
+// or equal to it with the same holder, and when it belongs to the lock the
+// resource is bound to: the lock of the first token the resource accepted.
+// A token of another lock is refused with a *verifier.ForeignError, a stale
+// one with a *verifier.StaleError. [Verifier.Move] rebinds a resource.
+//
+// # Three ways to fence a write
+//
+//   - [Verifier.WithTx]: begin, guard, run your function with the
+//     transaction, commit. The general read-modify-write.
+//   - [Verifier.Exec]: begin, guard, one statement, commit.
+//   - [Verifier.Guard] in your own transaction, e.g. to fence several
+//     resources (guard them in a fixed order, to avoid deadlocks) or with
+//     another isolation level.
+//
+// Each costs one statement more than the same transaction unguarded:
+// database/sql sends one statement per round trip. [Verifier.Claim] runs the
+// guard on its own, committed at once: it raises the high-water so that
+// older holders are turned away from then on, but it does not by itself
+// fence a write made later in another transaction.
+//
+// # The guard
+//
+// On PostgreSQL it is package pgverifier's statement with the lock binding:
+//
+//	INSERT INTO fence_tokens AS f (resource, seq, holder, lock_key, updated_at) VALUES ($1, $2, $3, $4, now())
+//	ON CONFLICT (resource) DO UPDATE SET lock_key = excluded.lock_key, seq = ..., holder = ..., updated_at = ...
+//	    WHERE (f.lock_key IS NULL OR f.lock_key = excluded.lock_key)
+//	      AND (excluded.seq > f.seq OR (excluded.seq = f.seq AND excluded.holder = f.holder))
+//	RETURNING seq
+//
+// which returns a row only when the token is accepted; on a refusal a read
+// of the (locked) row tells stale from foreign.
+//
+// On MySQL and MariaDB it is an INSERT ... ON DUPLICATE KEY UPDATE whose
+// every assignment repeats the acceptance rule, in an order (lock_key,
+// holder, seq, updated_at) that keeps the rule true after each assignment
+// when the token is accepted, so the result is the same whether the server
+// evaluates the assignments left to right (MySQL) or all on the old row
+// (MariaDB's SIMULTANEOUS_ASSIGNMENT). An affected-rows count of 2 (a row
+// changed) proves acceptance, whatever the clientFoundRows setting; any
+// other count is followed, in the same transaction, by a SELECT ... FOR
+// UPDATE of the locked row: the token was accepted if and only if the row
+// now holds it. FOR UPDATE matters: a plain SELECT would read the
+// transaction's REPEATABLE READ snapshot, which may predate the row.
+//
+// Either way the guard locks the row until the transaction ends, so
+// concurrent guards of one resource run one after another, and a guard at
+// the start of a transaction fences everything the transaction then reads
+// and writes.
+//
+// On MySQL the first guard of a resource in a process first creates the
+// resource's row, committed on its own (bound to no lock, no high-water:
+// the same as no row). A row inserted by a guarding transaction that then
+// rolls back would turn the waiting guards' record locks into gap locks,
+// and InnoDB would report deadlocks to them (error 1213).
+//
+// # Names and values
+//
+// Every value is a bind parameter; the table name ([WithTable]) is quoted
+// for the dialect. The MySQL table stores names as VARBINARY, so they
+// compare byte for byte (MariaDB's _bin collations ignore trailing spaces).
+// With go-sql-driver/mysql, interpolateParams=true in the DSN saves a
+// round trip per statement (the driver then escapes values itself);
+// without it each statement with arguments is prepared, run and closed.
+//
+// # Durability
+//
+// An accepted token must survive a crash, or a stale holder could be
+// accepted after it: keep innodb_flush_log_at_trx_commit=1 (MySQL) or
+// synchronous_commit=on (PostgreSQL) for the transactions that guard, and
+// fail over only to replicas that had them. Like every fencelock verifier,
+// it helps only if every writer of a resource goes through it.
+package sqlverifier

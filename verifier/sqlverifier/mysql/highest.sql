@@ -1,0 +1,2 @@
+-- The high-water of one resource. ? = resource.
+SELECT seq, holder FROM {{table}} WHERE resource = ?

@@ -1,0 +1,164 @@
+package sqlverifier
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/fencelock/fencelock/fence"
+	"github.com/fencelock/fencelock/verifier"
+)
+
+// WithTx fences a read-modify-write: it begins a transaction on the
+// verifier's DB, runs the guard for tok on resource first, then fn with the
+// transaction, and commits.
+//
+// Because the guard comes first, the transaction holds the resource's
+// high-water row from before fn reads anything until it commits: a holder
+// with an older token waits and is then refused, and a holder with a newer
+// token waits and then reads what fn wrote. No update is lost, whatever
+// pauses either holder takes. (On MySQL's default REPEATABLE READ, fn's
+// plain SELECTs read a snapshot taken at its first read, which is after the
+// guard: still after the previous holder's commit.)
+//
+// When tok is refused, fn is not called and WithTx returns a
+// *verifier.StaleError or *verifier.ForeignError. When fn returns an error
+// (or panics), the transaction rolls back, the high-water stays where it
+// was, and WithTx returns fn's error as it is. A failed commit is returned
+// wrapped: the write and the raised high-water are then both in or both
+// out, never one without the other. A nil fn returns an error wrapping
+// [ErrInvalid], and nothing is claimed.
+func (v *Verifier) WithTx(ctx context.Context, resource string, tok fence.Token, fn func(tx *sql.Tx) error) (err error) {
+	if err := v.usable(ctx); err != nil {
+		return err
+	}
+	defer v.report(ctx, resource, tok, time.Now(), &err)
+	if fn == nil {
+		return invalid("WithTx: nil function")
+	}
+	if err := verifier.ValidateClaim(resource, tok); err != nil {
+		return err
+	}
+	return v.inTx(ctx, resource, tok, fn)
+}
+
+// inTx begins, guards, runs fn (if not nil) and commits.
+func (v *Verifier) inTx(ctx context.Context, resource string, tok fence.Token, fn func(tx *sql.Tx) error) error {
+	if err := v.ensureRow(ctx, resource); err != nil {
+		return err
+	}
+	tx, err := v.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("sqlverifier: begin: %w", err)
+	}
+	// After a commit this is a no-op (sql.ErrTxDone). When ctx ends first,
+	// database/sql rolls back by itself.
+	defer tx.Rollback()
+	if err := v.guard(ctx, tx, resource, tok); err != nil {
+		return err
+	}
+	if fn != nil {
+		if err := fn(tx); err != nil {
+			return err
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("sqlverifier: commit %q: %w", resource, err)
+	}
+	return nil
+}
+
+// Exec fences one statement: in a transaction on the verifier's DB it runs
+// the guard for tok, then query with args, and commits. It suits writes
+// that need no read in Go first, such as
+//
+//	UPDATE accounts SET balance = balance + ? WHERE id = ?
+//
+// query runs only after the resource's high-water row is locked (claim
+// before read). When tok is refused, query is not run and Exec returns a
+// *verifier.StaleError or *verifier.ForeignError. When query fails, the
+// transaction rolls back, the high-water stays where it was, and the error
+// is the statement's, "sqlverifier: exec: " and the driver's error (so
+// errors.As with *mysql.MySQLError or *pgconn.PgError works), never a
+// guard error.
+//
+// It costs one round trip more than query alone in a transaction (begin,
+// query, commit): database/sql cannot send two statements at once.
+func (v *Verifier) Exec(ctx context.Context, resource string, tok fence.Token, query string, args ...any) (_ sql.Result, err error) {
+	if err := v.usable(ctx); err != nil {
+		return nil, err
+	}
+	defer v.report(ctx, resource, tok, time.Now(), &err)
+	if err := verifier.ValidateClaim(resource, tok); err != nil {
+		return nil, err
+	}
+	var res sql.Result
+	err = v.inTx(ctx, resource, tok, func(tx *sql.Tx) error {
+		var err error
+		if res, err = tx.ExecContext(ctx, query, args...); err != nil {
+			return fmt.Errorf("sqlverifier: exec: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// Move binds resource to the lock to and forgets its high-water, provided
+// it is bound to from or to no lock yet (no row, or a row written before
+// the lock binding); see [verifier.Mover]. Otherwise it returns a
+// *verifier.ForeignError whose Lock is the current binding (also when that
+// is to already: a repeated Move is refused, not ignored), and changes
+// nothing. Invalid arguments return an error wrapping [ErrInvalid] (or
+// verifier.ErrInvalidResource for the resource name), before any I/O.
+//
+// It is one transaction that locks the row (inserting it if missing; on
+// MySQL just before, committed on its own), reads its binding and rewrites
+// it. Stop the old lock's users first.
+func (v *Verifier) Move(ctx context.Context, resource, from, to string) error {
+	if err := v.usable(ctx); err != nil {
+		return err
+	}
+	if err := verifier.ValidateMove(resource, from, to); err != nil {
+		if errors.Is(err, verifier.ErrInvalid) {
+			return fmt.Errorf("%w: %w", ErrInvalid, err)
+		}
+		return err
+	}
+	// The row must exist, so that the locking read below locks it. On
+	// MySQL it is created beforehand, committed (see ensureRow); on
+	// PostgreSQL in the transaction.
+	if err := v.ensureRow(ctx, resource); err != nil {
+		return err
+	}
+	tx, err := v.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("sqlverifier: begin: %w", err)
+	}
+	defer tx.Rollback()
+	if v.d == Postgres {
+		if _, err := tx.ExecContext(ctx, v.sql.ensure, resource); err != nil {
+			return fmt.Errorf("sqlverifier: move %q: %w", resource, err)
+		}
+	}
+	var seq int64
+	var holder string
+	var lock sql.NullString
+	if err := tx.QueryRowContext(ctx, v.sql.check, resource).Scan(&seq, &holder, &lock); err != nil {
+		return fmt.Errorf("sqlverifier: move %q: %w", resource, err)
+	}
+	if lock.Valid && lock.String != from {
+		return &verifier.ForeignError{Resource: resource, Token: fence.Token{Key: from}, Lock: lock.String}
+	}
+	if _, err := tx.ExecContext(ctx, v.sql.move, to, resource); err != nil {
+		return fmt.Errorf("sqlverifier: move %q: %w", resource, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("sqlverifier: move %q: commit: %w", resource, err)
+	}
+	return nil
+}
