@@ -1,4 +1,4 @@
-// Package testenv starts real, throwaway Redis and PostgreSQL servers for
+// Package testenv starts real, throwaway Redis, PostgreSQL and MariaDB servers for
 // fencelock's tests, examples and benchmarks.
 //
 // Every server runs as a child process in its own temporary directory and
@@ -10,14 +10,14 @@
 // There are two ways in:
 //
 //   - From tests, [NewRedis], [NewRedisN], [NewReplicated], [NewCluster] and
-//     [NewPostgres] take a [testing.TB], fail the test on error and stop the
+//     [NewPostgres], [NewMariaDB] take a [testing.TB], fail the test on error and stop the
 //     server in t.Cleanup, even when the test fails.
 //   - From non-test code (TestMain, `go run ./examples/x`, bench),
 //     [StartRedis], [StartRedisN], [StartReplicated], [StartCluster] and
-//     [StartPostgres] return an error and a value whose Close must be called.
+//     [StartPostgres], [StartMariaDB] return an error and a value whose Close must be called.
 //
-// [RedisOrStart] and [PostgresOrStart] use REDIS_URL / DATABASE_URL when set
-// (see [RedisURL], [DatabaseURL]) and start a throwaway server otherwise, so a
+// [RedisOrStart], [PostgresOrStart] and [MariaDBOrStart] use REDIS_URL /
+// DATABASE_URL / MYSQL_DSN when set (see [RedisURL], [DatabaseURL]) and start a throwaway server otherwise, so a
 // newcomer's first run needs no configuration.
 //
 // Servers can be stopped, killed, paused and restarted on the same port and
@@ -27,7 +27,7 @@
 //
 // When redis-server or the PostgreSQL binaries are missing, the error wraps
 // [ErrNotInstalled] and says how to install them (scripts/deps.sh, or
-// `apt-get install -y redis-server postgresql`). PostgreSQL binaries are looked
+// `apt-get install -y redis-server postgresql mariadb-server`). PostgreSQL binaries are looked
 // up in $PG_BIN, then `pg_config --bindir`, then the newest
 // /usr/lib/postgresql/*/bin, then PATH. PostgreSQL refuses to run as root, so
 // when the process runs as root, initdb and postgres run as the "postgres" OS

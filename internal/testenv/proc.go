@@ -28,7 +28,7 @@ var ErrClosed = errors.New("testenv: server closed")
 var errAddrInUse = errors.New("address already in use")
 
 func notInstalled(what string, err error) error {
-	return fmt.Errorf("%w: %s: %v; install it with scripts/deps.sh or `apt-get install -y redis-server postgresql`",
+	return fmt.Errorf("%w: %s: %v; install it with scripts/deps.sh or `apt-get install -y redis-server postgresql mariadb-server`",
 		ErrNotInstalled, what, err)
 }
 
