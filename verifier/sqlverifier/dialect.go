@@ -76,7 +76,7 @@ var sqlFiles embed.FS
 // statements are a dialect's SQL, with the table name filled in.
 type statements struct {
 	guard, check, highest, ensure, move string
-	probe                               string // MySQL only
+	probe, update                       string // MySQL only
 }
 
 func (d Dialect) statements(table string) statements {
@@ -96,6 +96,7 @@ func (d Dialect) statements(table string) statements {
 	}
 	if d == MySQL {
 		st.probe = load("probe")
+		st.update = load("update")
 	}
 	return st
 }

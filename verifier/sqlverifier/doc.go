@@ -49,7 +49,11 @@
 // which returns a row only when the token is accepted; on a refusal a read
 // of the (locked) row tells stale from foreign.
 //
-// On MySQL and MariaDB it is an INSERT ... ON DUPLICATE KEY UPDATE whose
+// On MySQL and MariaDB the usual case is one UPDATE of the resource's row
+// by primary key, with the acceptance rule in its WHERE: one affected row
+// means accepted (whatever the clientFoundRows setting). Otherwise (a
+// refusal, or a row that does not exist) the full guard follows: an
+// INSERT ... ON DUPLICATE KEY UPDATE whose
 // every assignment repeats the acceptance rule, in an order (lock_key,
 // holder, seq, updated_at) that keeps the rule true after each assignment
 // when the token is accepted, so the result is the same whether the server

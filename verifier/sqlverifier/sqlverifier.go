@@ -254,7 +254,16 @@ func (v *Verifier) guard(ctx context.Context, q Querier, resource string, tok fe
 		}
 		// Refused; the row is locked, read why.
 	} else {
-		res, err := q.ExecContext(ctx, v.sql.guard, resource, seq, tok.Holder, tok.Key)
+		// The fast path: an UPDATE of the row ensureRow created.
+		res, err := q.ExecContext(ctx, v.sql.update, tok.Key, tok.Holder, seq, resource, tok.Key, seq, seq, tok.Holder)
+		if err != nil {
+			return fmt.Errorf("sqlverifier: guard %q: %w", resource, err)
+		}
+		if n, err := res.RowsAffected(); err == nil && n == 1 {
+			return nil
+		}
+		// Refused, a repeat, or a row gone since: the full guard tells.
+		res, err = q.ExecContext(ctx, v.sql.guard, resource, seq, tok.Holder, tok.Key)
 		if err != nil {
 			return fmt.Errorf("sqlverifier: guard %q: %w", resource, err)
 		}

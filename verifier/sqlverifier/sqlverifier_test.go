@@ -299,3 +299,54 @@ func TestContextEnds(t *testing.T) {
 		requireHighest(t, v, res, 0, "")
 	})
 }
+
+// On MySQL, an accepted guard of a resource whose row exists is one UPDATE:
+// no INSERT ... ON DUPLICATE KEY UPDATE and no read of the row.
+func TestMySQLGuardFastPath(t *testing.T) {
+	for _, tg := range targets() {
+		if tg.d != sqlverifier.MySQL {
+			continue
+		}
+		t.Run(tg.name, func(t *testing.T) {
+			ctx := t.Context()
+			c := tg.conn(t)
+			v := tg.verifier(t, c)
+			res := verifiertest.Resource(t, "r")
+			require.NoError(t, v.Claim(ctx, res, verifiertest.Tok(5, "a")))
+
+			tx, err := c.BeginTx(ctx, nil)
+			require.NoError(t, err)
+			defer tx.Rollback()
+			status := func() (inserts, updates, selects int64) {
+				rows, err := tx.QueryContext(ctx, `SHOW SESSION STATUS WHERE Variable_name IN ('Com_insert', 'Com_update', 'Com_select')`)
+				require.NoError(t, err)
+				defer rows.Close()
+				for rows.Next() {
+					var name string
+					var n int64
+					require.NoError(t, rows.Scan(&name, &n))
+					switch name {
+					case "Com_insert":
+						inserts = n
+					case "Com_update":
+						updates = n
+					case "Com_select":
+						selects = n
+					}
+				}
+				require.NoError(t, rows.Err())
+				return
+			}
+			i0, u0, s0 := status()
+			require.NoError(t, v.Guard(ctx, tx, res, verifiertest.Tok(6, "b")))
+			i1, u1, s1 := status()
+			assert.Equal(t, int64(0), i1-i0, "no INSERT")
+			assert.Equal(t, int64(1), u1-u0, "one UPDATE")
+			assert.Equal(t, int64(0), s1-s0, "no SELECT")
+
+			verifiertest.RequireStale(t, v.Guard(ctx, tx, res, verifiertest.Tok(4, "c")), verifiertest.Tok(4, "c"), 6, "b")
+			require.NoError(t, tx.Commit())
+			requireHighest(t, v, res, 6, "b")
+		})
+	}
+}
