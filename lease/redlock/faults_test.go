@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fencelock/fencelock/internal/script"
+	"github.com/fencelock/fencelock/internal/testenv/faults"
 	"github.com/fencelock/fencelock/lease/redlock"
 )
 
@@ -134,8 +135,7 @@ func TestPausedNodeDoesNotStall(t *testing.T) {
 	c := newLocker(t, rdbs, redlock.WithNodeTimeout(nodeTimeout), redlock.WithQuorumFencing(true))
 	n := name(t)
 
-	require.NoError(t, rs[2].Pause())
-	t.Cleanup(func() { rs[2].Resume() })
+	faults.Pause(t, rs[2])
 	for range 3 {
 		start := time.Now()
 		l, err := c.TryAcquire(ctx, n, 10*time.Second)

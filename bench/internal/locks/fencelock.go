@@ -1,0 +1,78 @@
+package locks
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/fencelock/fencelock/fence"
+	"github.com/fencelock/fencelock/lease"
+	"github.com/fencelock/fencelock/lease/redlock"
+)
+
+// leaseHold is an acquisition of any fencelock lease kind (lease.Interface:
+// the single-node lease and redlock alike).
+type leaseHold struct {
+	l   lease.Interface
+	ttl time.Duration
+}
+
+// held adapts the result of a fencelock acquire with ttl.
+func held[L lease.Interface](ttl time.Duration) func(L, error) (Hold, error) {
+	return func(l L, err error) (Hold, error) {
+		if err != nil {
+			return nil, err
+		}
+		return leaseHold{l, ttl}, nil
+	}
+}
+
+func (h leaseHold) Token() (fence.Token, bool)        { return h.l.Token(), true }
+func (h leaseHold) Held() bool                        { return h.l.Held() }
+func (h leaseHold) Refresh(ctx context.Context) error { return h.l.Refresh(ctx, h.ttl) }
+func (h leaseHold) Release(ctx context.Context) error { return h.l.Release(ctx) }
+func (h leaseHold) Lease() lease.Interface            { return h.l }
+
+var _ Leased = leaseHold{}
+
+func leaseLock(rdb redis.UniversalClient, ttl time.Duration) (*Lock, error) {
+	c, err := lease.New(rdb)
+	if err != nil {
+		return nil, err
+	}
+	wrap := held[*lease.Lease](ttl)
+	return &Lock{Info: Info{Nodes: 1, Note: "fencelock lease, defaults; waits with pub/sub wake-up"},
+		try: func(ctx context.Context, key string) (Hold, error) {
+			return wrap(c.TryAcquire(ctx, key, ttl))
+		},
+		wait: func(ctx context.Context, key string) (Hold, error) {
+			return wrap(c.Acquire(ctx, key, ttl))
+		}}, nil
+}
+
+func redlockLock(nodes []redis.UniversalClient, ttl time.Duration, cfg Config) (*Lock, error) {
+	var opts []redlock.Option
+	note := "fencelock lease/redlock"
+	if cfg.NodeTimeout > 0 {
+		opts = append(opts, redlock.WithNodeTimeout(cfg.NodeTimeout))
+		note += fmt.Sprintf(", node timeout %v", cfg.NodeTimeout)
+	}
+	if cfg.QuorumFencing {
+		opts = append(opts, redlock.WithQuorumFencing(true))
+		note += ", WithQuorumFencing"
+	}
+	c, err := redlock.New(nodes, opts...)
+	if err != nil {
+		return nil, err
+	}
+	wrap := held[*redlock.Lease](ttl)
+	return &Lock{Info: Info{Nodes: len(nodes), Note: note + ", defaults otherwise; waits with pub/sub wake-up"},
+		try: func(ctx context.Context, key string) (Hold, error) {
+			return wrap(c.TryAcquire(ctx, key, ttl))
+		},
+		wait: func(ctx context.Context, key string) (Hold, error) {
+			return wrap(c.Acquire(ctx, key, ttl))
+		}}, nil
+}

@@ -1,0 +1,152 @@
+// Package perf is `bench perf`: how fast fencelock's locks are against the
+// Redis floor and the peer libraries, scenario by scenario.
+package perf
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"runtime/pprof"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/fencelock/fencelock/bench/internal/cli"
+	"github.com/fencelock/fencelock/bench/internal/locks"
+	"github.com/fencelock/fencelock/bench/internal/report"
+)
+
+// Scenarios is every scenario group, in run order ("pg" runs pg_unguarded,
+// pg_guarded and pg_guarded_withtx).
+var Scenarios = []string{"uncontended", "parallel", "wake", "hotkey", "hotkey64", "waiters", "pg"}
+
+// Usage is the synopsis of `bench perf`.
+const Usage = "go run ./bench perf [-quick] [-json FILE] [-html FILE] [-redis-url URL[,URL...]] [-database-url URL] [-locks KIND,...] [-scenarios NAME,...]"
+
+// Run runs `bench perf` with args, printing the table to stdout and the
+// progress to stderr.
+func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("perf", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	quick := fs.Bool("quick", false, "small samples: a smoke run in under a minute, not figures to quote")
+	jsonFile := fs.String("json", "", "write the results as JSON to `FILE`")
+	htmlFile := fs.String("html", "", "write a self-contained HTML report with bar charts to `FILE`")
+	redisURL := fs.String("redis-url", os.Getenv("REDIS_URL"),
+		"Redis to use (default $REDIS_URL, else throwaway servers); give 5 comma-separated URLs of independent servers for the quorum locks, else they get throwaway servers")
+	dbURL := fs.String("database-url", os.Getenv("DATABASE_URL"), "PostgreSQL for the pg scenarios (default $DATABASE_URL, else a throwaway server)")
+	lockList := fs.String("locks", strings.Join(locks.Names, ","), "comma-separated locks to run")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run to `FILE` (for go tool pprof)")
+	scenList := fs.String("scenarios", strings.Join(Scenarios, ","), "comma-separated scenarios to run")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	names, err := cli.Pick(*lockList, locks.Names)
+	if err != nil {
+		return fmt.Errorf("-locks: %w", err)
+	}
+	scens, err := cli.Pick(*scenList, Scenarios)
+	if err != nil {
+		return fmt.Errorf("-scenarios: %w", err)
+	}
+
+	run := newRunner(stderr, *quick)
+	start := time.Now()
+	run.status("starting servers")
+	env, err := setup(ctx, *redisURL, *dbURL, names, slices.Contains(scens, "pg"))
+	if err != nil {
+		return err
+	}
+	defer env.close()
+
+	var ls []*locks.Lock
+	defer func() {
+		for _, l := range ls {
+			l.Close()
+		}
+	}()
+	for _, n := range names {
+		l, err := locks.New(n, env.clients(), locks.Config{})
+		if err != nil {
+			return err
+		}
+		ls = append(ls, l)
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
+
+	rep := &report.Perf{Header: report.NewHeader("perf", fs, *quick), Locks: map[string]string{}}
+	rep.Machine.Redis, rep.Machine.Servers = env.redisVer, env.where
+	for _, l := range ls {
+		rep.Locks[l.Name] = l.Note
+	}
+	for _, s := range scens {
+		rs, err := runScenario(ctx, s, run, env, ls, rep)
+		if err != nil {
+			return err
+		}
+		rep.Results = append(rep.Results, rs...)
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+	}
+	rep.Elapsed = time.Since(start).Round(time.Millisecond).String()
+	run.done()
+	env.cleanup(run.id)
+	rep.Targets = targets(rep.Results)
+
+	report.WritePerfTable(stdout, rep)
+	if *jsonFile != "" {
+		if err := report.WriteJSON(*jsonFile, rep); err != nil {
+			return err
+		}
+	}
+	if *htmlFile != "" {
+		return report.WritePerfHTML(*htmlFile, rep)
+	}
+	return nil
+}
+
+// runScenario runs scenario group s over every lock.
+func runScenario(ctx context.Context, s string, run *runner, env *env, ls []*locks.Lock, rep *report.Perf) ([]report.Result, error) {
+	var out []report.Result
+	switch s {
+	case "uncontended":
+		out = uncontended(ctx, run, ls)
+	case "parallel":
+		out = parallel(ctx, run, ls)
+	case "wake":
+		for _, l := range ls {
+			out = append(out, wake(ctx, run, l))
+		}
+	case "hotkey", "hotkey64":
+		for _, l := range ls {
+			out = append(out, hotkey(ctx, run, l, s, hotkeyWorkers[s]))
+		}
+	case "waiters":
+		for _, l := range ls {
+			out = append(out, waiters(ctx, run, env, l))
+		}
+	case "pg":
+		rs, version, err := pgBench(ctx, run, env.dsn)
+		if err != nil {
+			return nil, err
+		}
+		rep.Machine.Postgres = version
+		out = rs
+	}
+	return out, nil
+}
