@@ -13,6 +13,7 @@ import (
 	"github.com/fencelock/fencelock/internal/emit"
 	"github.com/fencelock/fencelock/internal/isnil"
 	"github.com/fencelock/fencelock/internal/lifetime"
+	"github.com/fencelock/fencelock/internal/notify"
 	"github.com/fencelock/fencelock/internal/script"
 	"github.com/fencelock/fencelock/observe"
 )
@@ -23,11 +24,13 @@ import (
 //
 // A Client's waiting Acquire calls share one pub/sub connection, opened when
 // the first of them waits and closed a second after the last one is done,
-// so a thousand waiters cost one connection, not a thousand.
+// so a thousand waiters cost one connection, not a thousand. On a Redis
+// Cluster with sharded pub/sub (Redis 7 and later) they use SSUBSCRIBE
+// instead, with one connection per master that serves a waited-for lock.
 type Client struct {
 	rdb    redis.UniversalClient
 	cfg    config
-	notify notifier
+	notify *notify.Notifier
 }
 
 // New returns a Client that uses rdb. It rejects a nil rdb (a typed nil
@@ -56,7 +59,7 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Client, error) {
 			return nil, err
 		}
 	}
-	return &Client{rdb: rdb, cfg: cfg, notify: notifier{rdb: rdb}}, nil
+	return &Client{rdb: rdb, cfg: cfg, notify: notify.New(rdb)}, nil
 }
 
 // TryAcquire tries once to take lock name for ttl. When another holder has

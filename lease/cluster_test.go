@@ -67,10 +67,15 @@ func TestCluster(t *testing.T) {
 			got <- err
 		}()
 		const ch = "fencelock:{cluster-wake}:release"
-		require.Eventually(t, func() bool { // PUBSUB NUMSUB counts one node's clients
+		require.Eventually(t, func() bool { // PUBSUB (SHARD)NUMSUB counts one node's clients
 			var n atomic.Int64
 			err := rdb.ForEachShard(ctx, func(ctx context.Context, node *redis.Client) error {
 				m, err := node.PubSubNumSub(ctx, ch).Result()
+				n.Add(m[ch])
+				if err != nil {
+					return err
+				}
+				m, err = node.PubSubShardNumSub(ctx, ch).Result()
 				n.Add(m[ch])
 				return err
 			})

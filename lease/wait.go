@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
-	"strings"
 	"time"
 
 	"github.com/fencelock/fencelock/fence"
 	"github.com/fencelock/fencelock/internal/emit"
 	"github.com/fencelock/fencelock/internal/lifetime"
+	"github.com/fencelock/fencelock/internal/notify"
 	"github.com/fencelock/fencelock/internal/script"
 )
 
@@ -61,10 +61,10 @@ func (c *Client) wait(ctx context.Context, req request, p *emit.Progress) (l *Le
 	// one round trip and no subscription; if it fails, subscribe, and try
 	// again once the subscription is confirmed, to catch a release in
 	// between.
-	w := c.notify.join(req.keys.Channel, req.args.Holder)
+	w := c.notify.Join(req.keys.Channel, req.args.Holder)
 	listening := w != nil
 	if listening {
-		defer c.notify.unregister(w)
+		defer c.notify.Unregister(w)
 	}
 
 	p.Attempts++
@@ -74,9 +74,9 @@ func (c *Client) wait(ctx context.Context, req request, p *emit.Progress) (l *Le
 		return l, err
 	}
 	if !listening {
-		w = c.notify.register(req.keys.Channel, req.args.Holder)
-		defer c.notify.unregister(w)
-		w.waitReady(ctx)
+		w = c.notify.Register(ctx, req.keys.Channel, req.args.Holder)
+		defer c.notify.Unregister(w)
+		w.WaitReady(ctx)
 	}
 
 	backoff := c.cfg.minBackoff
@@ -108,7 +108,7 @@ func (c *Client) wait(ctx context.Context, req request, p *emit.Progress) (l *Le
 		select {
 		case <-ctx.Done():
 			return nil, notAcquired(ctx, req.name, nil)
-		case u := <-w.wake:
+		case u := <-w.Wake():
 			backoff = c.cfg.minBackoff
 			p.Handoff = true
 			if l := c.handedOff(ctx, req, u, sent); l != nil {
@@ -133,8 +133,8 @@ func (c *Client) wait(ctx context.Context, req request, p *emit.Progress) (l *Le
 // ran, so the deadline stays below Redis's expiry however late the message
 // arrives. When that leaves less than half the ttl, one refresh, timed from
 // before it is sent, gives the lease its full validity.
-func (c *Client) handedOff(ctx context.Context, req request, u wakeup, sent time.Time) *Lease {
-	holder, seq, ok := strings.Cut(u.payload, ":")
+func (c *Client) handedOff(ctx context.Context, req request, u notify.Wakeup, sent time.Time) *Lease {
+	holder, seq, ok := u.Handoff()
 	if !ok || holder != req.args.Holder {
 		return nil
 	}

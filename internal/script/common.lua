@@ -75,6 +75,21 @@ local function dequeue(holder)
   end
 end
 
+-- publish sends msg on a lock's channel: with SPUBLISH when sharded is '1'
+-- (a Redis Cluster client: the channel shares the lock's hash slot, so it
+-- is the script's own shard), else with PUBLISH. A server without sharded
+-- pub/sub refuses SPUBLISH, and then gets PUBLISH: its waiters use classic
+-- SUBSCRIBE too (see package notify).
+local function publish(channel, msg, sharded)
+  if sharded == '1' then
+    local r = redis.pcall('SPUBLISH', channel, msg)
+    if type(r) ~= 'table' or not r.err then
+      return
+    end
+  end
+  redis.call('PUBLISH', channel, msg)
+end
+
 -- Lua's own number-to-string conversion keeps 14 digits: clock-floor
 -- tokens (about 1.8e15) must be formatted with string.format('%d', seq)
 -- wherever a script writes them into a string.

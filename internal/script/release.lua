@@ -4,7 +4,8 @@
 -- ARGV[4] clock floor "1", ARGV[5] counter ttl in ms (as for acquire),
 -- ARGV[6] "1" when a waiter gives up: its ticket is dropped too; "2" when a
 -- waiter that may hold the lock already (a re-acquire under its holder id)
--- gives up: its ticket is dropped and nothing else.
+-- gives up: its ticket is dropped and nothing else. ARGV[7] "1" to publish
+-- with SPUBLISH (a cluster client, see publish in common.lua).
 -- A fair lock goes straight to the live head of the queue, with a new token,
 -- and the message on the channel is "holder:seq" for that waiter alone (no
 -- message when nobody is queued); an unfair release publishes "", which
@@ -31,10 +32,10 @@ if ARGV[3] == '1' then
     end
     redis.call('SET', KEYS[1], head .. ':' .. string.format('%d', seq), 'PX', ttl)
     dequeue(head)
-    redis.call('PUBLISH', ARGV[2], head .. ':' .. string.format('%d', seq))
+    publish(ARGV[2], head .. ':' .. string.format('%d', seq), ARGV[7])
   end
   -- Every fair waiter is queued: with nobody queued, nobody to wake.
   return 1
 end
-redis.call('PUBLISH', ARGV[2], '')
+publish(ARGV[2], '', ARGV[7])
 return 1

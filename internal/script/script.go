@@ -156,8 +156,17 @@ func Leave(ctx context.Context, c redis.Scripter, k Keys, holder string, a Acqui
 
 func releaseRun(ctx context.Context, c redis.Scripter, k Keys, holder string, a AcquireArgs, leave string) (bool, error) {
 	n, err := release.Run(ctx, c, k.all(), holder, k.Channel, flag(a.Fair), flag(a.ClockFloor), ms(a.CounterTTL),
-		leave).Int64()
+		leave, flag(sharded(c))).Int64()
 	return n == 1, err
+}
+
+// sharded reports whether the release script publishes on c with SPUBLISH
+// rather than PUBLISH: on a Redis Cluster client, whose waiters listen with
+// SSUBSCRIBE (see package notify). On a cluster without sharded pub/sub,
+// the script falls back to PUBLISH, as the waiters fall back to SUBSCRIBE.
+func sharded(c redis.Scripter) bool {
+	_, ok := c.(*redis.ClusterClient)
+	return ok
 }
 
 // Advance lifts the counter to at least floor and returns its value afterwards.

@@ -102,6 +102,9 @@ func (c *Client) wait(ctx context.Context, name string, ttl time.Duration, ac ac
 		p.Attempts++
 		l, miss, err := c.try(ctx, name, ttl, ac)
 		if l != nil {
+			// Wake-ups that came during the attempt were for the lock
+			// it took: closing must not pass them on to the next waiter.
+			wake.drain()
 			return l, nil
 		}
 		p.Handoff = false
@@ -109,11 +112,12 @@ func (c *Client) wait(ctx context.Context, name string, ttl time.Duration, ac ac
 			return nil, err // try joined ctx.Err()
 		}
 		if c.cfg.wakeup && wake == nil {
-			// Subscribe only once the lock was found busy, so an
-			// uncontended acquire costs one round trip. A release
-			// published while subscribing is missed; the next attempt,
-			// made at once, covers it.
-			wake = subscribe(ctx, c.nodes, c.keys(name).Channel)
+			// Listen only once the lock was found busy, so an
+			// uncontended acquire costs one round trip and no
+			// subscription. The next attempt, made as soon as the
+			// subscriptions are confirmed, covers a release published
+			// before then.
+			wake = c.listen(ctx, c.keys(name).Channel)
 			continue
 		}
 		wait := c.backoff(attempt)

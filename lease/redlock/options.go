@@ -149,11 +149,13 @@ func WithBackoff(min, max time.Duration) Option {
 }
 
 // WithWakeup controls whether a waiting [Client.Acquire], once it found the
-// lock busy, subscribes to the lock's release channel on every node and tries
+// lock busy, listens to the lock's release channel on every node and tries
 // again as soon as a node that had refused it publishes a release (after a
-// random delay of up to the minimum backoff, so that the woken waiters do not
-// all collide and split the votes). Off, it relies on the backoff and the
-// remaining ttls alone. The default is on.
+// random delay of up to the minimum backoff, capped at 2ms, so that the woken
+// waiters of several clients do not all collide and split the votes). The
+// client's waiters share one pub/sub connection per node, and a release
+// wakes one of them per node, not all. Off, a waiter relies on the backoff
+// and the remaining ttls alone. The default is on.
 func WithWakeup(on bool) Option {
 	return func(c *config) error { c.wakeup = on; return nil }
 }

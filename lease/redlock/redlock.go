@@ -12,16 +12,20 @@ import (
 	"github.com/fencelock/fencelock/fence"
 	"github.com/fencelock/fencelock/internal/isnil"
 	"github.com/fencelock/fencelock/internal/lifetime"
+	"github.com/fencelock/fencelock/internal/notify"
 	"github.com/fencelock/fencelock/internal/script"
 )
 
-// Client takes locks on a fixed set of independent Redis masters. It holds no
-// connections of its own: it uses the clients given to [New], which the
-// caller keeps and closes. A Client is safe for concurrent use.
+// Client takes locks on a fixed set of independent Redis masters. It uses
+// the clients given to [New], which the caller keeps and closes. Its waiting
+// Acquire calls share one pub/sub connection per node (see [WithWakeup]),
+// opened from that node's client when the first of them waits and closed a
+// second after the last one is done. A Client is safe for concurrent use.
 type Client struct {
 	nodes  []node
 	quorum int
 	cfg    config
+	notify []*notify.Notifier // per node, in node order
 }
 
 // New returns a Client over nodes, one client per independent Redis master
@@ -57,6 +61,7 @@ func New(nodes []redis.UniversalClient, opts ...Option) (*Client, error) {
 		}
 		seen[addr] = true
 		c.nodes = append(c.nodes, node{addr: addr, rdb: rdb})
+		c.notify = append(c.notify, notify.New(rdb))
 	}
 	return c, nil
 }
