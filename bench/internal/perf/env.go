@@ -16,7 +16,8 @@ import (
 type env struct {
 	single   redis.UniversalClient   // for the single-node locks
 	many     []redis.UniversalClient // independent masters for the quorum locks
-	dsn      string                  // PostgreSQL; "" when the pg scenarios are off
+	dsn      string                  // PostgreSQL; "" when the pg and sql scenarios are off
+	mysqlDSN string                  // MariaDB or MySQL; "" when the sql scenario is off
 	redisVer string
 	where    string // "throwaway" or "given" servers, for the report
 	given    []redis.UniversalClient
@@ -92,7 +93,7 @@ func clientOptions(o *redis.Options) *redis.Options {
 // setup connects to the given servers or starts throwaway ones: one Redis
 // for the single-node locks, five independent ones when a quorum lock is
 // wanted (unless five URLs were given), PostgreSQL when pg is wanted.
-func setup(ctx context.Context, redisURLs, dbURL string, locks []string, pg bool) (*env, error) {
+func setup(ctx context.Context, redisURLs, dbURL, mysqlDSN string, locks []string, pg, mysql bool) (*env, error) {
 	e := &env{where: "throwaway"}
 	ok := false
 	defer func() {
@@ -123,10 +124,32 @@ func setup(ctx context.Context, redisURLs, dbURL string, locks []string, pg bool
 			})
 		}
 	}
+	var myErr error
+	var myClose func()
+	if mysql {
+		if mysqlDSN != "" {
+			e.mysqlDSN = mysqlDSN
+		} else {
+			wg.Go(func() {
+				var m *testenv.MariaDB
+				m, myErr = testenv.StartMariaDB(ctx)
+				if myErr == nil {
+					e.mysqlDSN = m.DSN()
+					myClose = func() { m.Close() }
+				}
+			})
+		}
+	}
 	err := e.setupRedis(ctx, redisURLs, needMany)
 	wg.Wait()
 	if pgClose != nil {
 		e.closers = append(e.closers, pgClose)
+	}
+	if myClose != nil {
+		e.closers = append(e.closers, myClose)
+	}
+	if myErr != nil && err == nil {
+		err = fmt.Errorf("mariadb: %w (set -mysql-dsn, or leave out -scenarios sql)", myErr)
 	}
 	if err != nil {
 		return nil, err

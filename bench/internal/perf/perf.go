@@ -16,14 +16,17 @@ import (
 	"github.com/fencelock/fencelock/bench/internal/cli"
 	"github.com/fencelock/fencelock/bench/internal/locks"
 	"github.com/fencelock/fencelock/bench/internal/report"
+	"github.com/fencelock/fencelock/verifier/sqlverifier"
 )
 
 // Scenarios is every scenario group, in run order ("pg" runs pg_unguarded,
-// pg_guarded and pg_guarded_withtx).
-var Scenarios = []string{"uncontended", "parallel", "wake", "hotkey", "hotkey64", "waiters", "pg"}
+// pg_guarded and pg_guarded_withtx with pgverifier; "sql" runs
+// sql_unguarded, sql_guarded and sql_guarded_withtx with sqlverifier on
+// MariaDB and on PostgreSQL).
+var Scenarios = []string{"uncontended", "parallel", "wake", "hotkey", "hotkey64", "waiters", "pg", "sql"}
 
 // Usage is the synopsis of `bench perf`.
-const Usage = "go run ./bench perf [-quick] [-json FILE] [-html FILE] [-redis-url URL[,URL...]] [-database-url URL] [-locks KIND,...] [-scenarios NAME,...]"
+const Usage = "go run ./bench perf [-quick] [-json FILE] [-html FILE] [-redis-url URL[,URL...]] [-database-url URL] [-mysql-dsn DSN] [-locks KIND,...] [-scenarios NAME,...]"
 
 // Run runs `bench perf` with args, printing the table to stdout and the
 // progress to stderr.
@@ -36,6 +39,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	redisURL := fs.String("redis-url", os.Getenv("REDIS_URL"),
 		"Redis to use (default $REDIS_URL, else throwaway servers); give 5 comma-separated URLs of independent servers for the quorum locks, else they get throwaway servers")
 	dbURL := fs.String("database-url", os.Getenv("DATABASE_URL"), "PostgreSQL for the pg scenarios (default $DATABASE_URL, else a throwaway server)")
+	mysqlDSN := fs.String("mysql-dsn", os.Getenv("MYSQL_DSN"), "MariaDB/MySQL (go-sql-driver DSN) for the sql scenario (default $MYSQL_DSN, else a throwaway MariaDB)")
 	lockList := fs.String("locks", strings.Join(locks.Names, ","), "comma-separated locks to run")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run to `FILE` (for go tool pprof)")
 	scenList := fs.String("scenarios", strings.Join(Scenarios, ","), "comma-separated scenarios to run")
@@ -57,7 +61,8 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	run := newRunner(stderr, *quick)
 	start := time.Now()
 	run.status("starting servers")
-	env, err := setup(ctx, *redisURL, *dbURL, names, slices.Contains(scens, "pg"))
+	sqlOn := slices.Contains(scens, "sql")
+	env, err := setup(ctx, *redisURL, *dbURL, *mysqlDSN, names, slices.Contains(scens, "pg") || sqlOn, sqlOn)
 	if err != nil {
 		return err
 	}
@@ -147,6 +152,20 @@ func runScenario(ctx context.Context, s string, run *runner, env *env, ls []*loc
 		}
 		rep.Machine.Postgres = version
 		out = rs
+	case "sql":
+		for _, db := range []struct {
+			lock, driver, dsn string
+			d                 sqlverifier.Dialect
+		}{{"mariadb", "mysql", env.mysqlDSN, sqlverifier.MySQL}, {"postgres-sql", "pgx", env.dsn, sqlverifier.Postgres}} {
+			rs, version, err := sqlBench(ctx, run, db.lock, db.driver, db.dsn, db.d)
+			if err != nil {
+				return nil, err
+			}
+			if db.d == sqlverifier.MySQL {
+				rep.Machine.MySQL = version
+			}
+			out = append(out, rs...)
+		}
 	}
 	return out, nil
 }

@@ -68,27 +68,43 @@ func pgBench(ctx context.Context, run *runner, dsn string) ([]report.Result, str
 		}
 		return tx.Commit(ctx)
 	}
-	kinds := []struct {
-		scenario string
-		fn       func() error
-	}{{"pg_unguarded", unguarded}, {"pg_guarded", guarded}, {"pg_guarded_withtx", guardedTx}}
-	samples := make([][]time.Duration, len(kinds))
-	spent := make([]time.Duration, len(kinds))
-	for _, k := range kinds { // warm up: prepared statement cache, row
+	notes := map[string]string{
+		"pg_unguarded":      "BEGIN; UPDATE one row; COMMIT — one connection, sequential",
+		"pg_guarded":        "pgverifier.Exec: BEGIN; guard and UPDATE one row in one batch; COMMIT — one connection, sequential",
+		"pg_guarded_withtx": "pgverifier.WithTx: BEGIN; guard; UPDATE one row (caller's function); COMMIT — one connection, sequential",
+	}
+	out, err := shapes(run, "pg", "postgres", []shape{
+		{"pg_unguarded", unguarded}, {"pg_guarded", guarded}, {"pg_guarded_withtx", guardedTx}}, notes)
+	return out, version, err
+}
+
+// shape is one way of making the same write.
+type shape struct {
+	scenario string
+	fn       func() error
+}
+
+// shapes times each shape's write, alternating batches of them so all see
+// the same load, after a warm-up (prepared statements, the rows), and
+// returns one result per shape for lock.
+func shapes(run *runner, group, lock string, ks []shape, notes map[string]string) ([]report.Result, error) {
+	samples := make([][]time.Duration, len(ks))
+	spent := make([]time.Duration, len(ks))
+	for _, k := range ks {
 		for range 20 {
 			if err := k.fn(); err != nil {
-				return nil, version, fmt.Errorf("%s: %w", k.scenario, err)
+				return nil, fmt.Errorf("%s: %w", k.scenario, err)
 			}
 		}
 	}
 	sz := run.sizes
 	for round := range sz.pgRounds {
-		for i, k := range kinds {
-			run.step("pg", k.scenario, round+1, sz.pgRounds)
+		for i, k := range ks {
+			run.step(group, lock+" "+k.scenario, round+1, sz.pgRounds)
 			for range sz.pgBatch {
 				t0 := time.Now()
 				if err := k.fn(); err != nil {
-					return nil, version, fmt.Errorf("%s: %w", k.scenario, err)
+					return nil, fmt.Errorf("%s: %w", k.scenario, err)
 				}
 				d := time.Since(t0)
 				samples[i] = append(samples[i], d)
@@ -96,18 +112,11 @@ func pgBench(ctx context.Context, run *runner, dsn string) ([]report.Result, str
 			}
 		}
 	}
-	out := make([]report.Result, len(kinds))
-	for i, k := range kinds {
-		out[i] = report.Result{Lock: "postgres", Scenario: k.scenario,
-			OpsPerSec: report.Ptr(float64(len(samples[i])) / spent[i].Seconds()),
-			Note:      "BEGIN; UPDATE one row; COMMIT — one connection, sequential"}
-		switch k.scenario {
-		case "pg_guarded":
-			out[i].Note = "pgverifier.Exec: BEGIN; guard and UPDATE one row in one batch; COMMIT — one connection, sequential"
-		case "pg_guarded_withtx":
-			out[i].Note = "pgverifier.WithTx: BEGIN; guard; UPDATE one row (caller's function); COMMIT — one connection, sequential"
-		}
+	out := make([]report.Result, len(ks))
+	for i, k := range ks {
+		out[i] = report.Result{Lock: lock, Scenario: k.scenario,
+			OpsPerSec: report.Ptr(float64(len(samples[i])) / spent[i].Seconds()), Note: notes[k.scenario]}
 		setLatency(&out[i], samples[i])
 	}
-	return out, version, nil
+	return out, nil
 }

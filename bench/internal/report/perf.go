@@ -132,13 +132,20 @@ func errorsOf(rs []Result, pick func(*Result) bool) string {
 	return fmt.Sprintf("%d (%s)", n, ErrorCause(first))
 }
 
+// IsWriteShape reports whether r times a database write with or without a
+// verifier's guard (the pg_ and sql_ scenarios), whose Lock names the
+// database, not a lock.
+func IsWriteShape(r Result) bool {
+	return strings.HasPrefix(r.Scenario, "pg_") || strings.HasPrefix(r.Scenario, "sql_")
+}
+
 // lockRows returns the locks in rs in the order they first appear (the
-// order they ran in), the postgres rows left out.
+// order they ran in), the database rows left out.
 func lockRows(rs []Result) []string {
 	var out []string
 	seen := map[string]bool{}
 	for _, r := range rs {
-		if r.Lock != "postgres" && !seen[r.Lock] {
+		if !IsWriteShape(r) && !seen[r.Lock] {
 			seen[r.Lock] = true
 			out = append(out, r.Lock)
 		}

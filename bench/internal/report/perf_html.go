@@ -15,13 +15,13 @@ svg text{font:12px system-ui,sans-serif} svg .tick{fill:#888;font-size:10.5px} s
 .dot{font-size:11px;margin-right:4px;vertical-align:1px}
 `
 
-// family is the family of a perf row's lock; the pg rows, named by their
-// scenario, count as fencelock (guarded) or floor (unguarded).
+// family is the family of a perf row's lock; the database rows, labelled
+// with their scenario, count as fencelock (guarded) or floor (unguarded).
 func family(label string) locks.Family {
 	switch {
-	case label == "pg_unguarded":
+	case strings.Contains(label, "_unguarded"):
 		return locks.Floor
-	case strings.HasPrefix(label, "pg_guarded"):
+	case strings.Contains(label, "_guarded"):
 		return locks.Fencelock
 	}
 	return locks.FamilyOf(label)
@@ -36,8 +36,8 @@ func chartOf(rep *Perf, scenario string, f func(*Result) *float64, text func(*Re
 		}
 		if v := f(&r); v != nil {
 			label := r.Lock
-			if r.Lock == "postgres" {
-				label = r.Scenario
+			if IsWriteShape(r) {
+				label = r.Lock + " " + r.Scenario
 			}
 			bars = append(bars, bar{label: label, value: *v, text: text(&r), color: familyColor[family(label)]})
 		}
@@ -99,6 +99,13 @@ func writePerfCharts(p *page, rep *Perf) {
 	}
 	if len(pg) > 0 {
 		p.WriteString(barChart("postgres: UPDATE in a transaction, p50", "with and without the pgverifier guard · shorter is better", pg, false))
+	}
+	var sq []bar
+	for _, s := range []string{"sql_unguarded", "sql_guarded", "sql_guarded_withtx"} {
+		sq = append(sq, chartOf(rep, s, p50, latText)...)
+	}
+	if len(sq) > 0 {
+		p.WriteString(barChart("database/sql: UPDATE in a transaction, p50", "MariaDB and PostgreSQL, with and without the sqlverifier guard · shorter is better", sq, false))
 	}
 }
 

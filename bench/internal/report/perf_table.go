@@ -3,7 +3,6 @@ package report
 import (
 	"fmt"
 	"io"
-	"strings"
 	"text/tabwriter"
 )
 
@@ -81,18 +80,18 @@ func WritePerfTable(w io.Writer, rep *Perf) {
 		tw.Flush()
 	}
 
-	var pg []Result
+	var shapes []Result
 	for _, r := range rs {
-		if strings.HasPrefix(r.Scenario, "pg_") {
-			pg = append(pg, r)
+		if IsWriteShape(r) {
+			shapes = append(shapes, r)
 		}
 	}
-	if len(pg) > 0 {
+	if len(shapes) > 0 {
 		fmt.Fprintln(w)
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "postgres\tp50 µs\tp99 µs\ttx/s\t")
-		for _, r := range pg {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t\n", r.Scenario, fmtUs(r.P50us), fmtUs(r.P99us), fmtOps(r.OpsPerSec))
+		fmt.Fprintln(tw, "database\twrite\tp50 µs\tp99 µs\ttx/s\t")
+		for _, r := range shapes {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t\n", r.Lock, r.Scenario, fmtUs(r.P50us), fmtUs(r.P99us), fmtOps(r.OpsPerSec))
 		}
 		tw.Flush()
 	}

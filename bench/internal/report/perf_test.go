@@ -60,13 +60,13 @@ func TestPerfHTMLLabels(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The label's right edge (text-anchor end) sits 8px left of the bars:
-	// 17 characters need about 120px.
-	m := regexp.MustCompile(`<text x="(\d+)" y="\d+" text-anchor="end" class=label>pg_guarded_withtx</text>`).FindSubmatch(page)
+	// 26 characters need about 180px.
+	m := regexp.MustCompile(`<text x="(\d+)" y="\d+" text-anchor="end" class=label>postgres pg_guarded_withtx</text>`).FindSubmatch(page)
 	if m == nil {
-		t.Fatal("no pg_guarded_withtx label")
+		t.Fatal("no postgres pg_guarded_withtx label")
 	}
-	if x, _ := strconv.Atoi(string(m[1])); x < 120 {
-		t.Errorf("label ends at x=%d: too narrow for pg_guarded_withtx", x)
+	if x, _ := strconv.Atoi(string(m[1])); x < 180 {
+		t.Errorf("label ends at x=%d: too narrow for postgres pg_guarded_withtx", x)
 	}
 	if !bytes.Contains(page, []byte("2 (timeout)")) {
 		t.Error("the HTML lacks the error count with its cause")

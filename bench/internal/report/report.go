@@ -36,6 +36,7 @@ type Machine struct {
 	Go       string `json:"go"`
 	Redis    string `json:"redis_server"`
 	Postgres string `json:"postgres,omitempty"`
+	MySQL    string `json:"mysql,omitempty"`
 	Servers  string `json:"servers"` // throwaway or given
 }
 
@@ -98,6 +99,9 @@ func Versions() map[string]string {
 func (h *Header) facts(extra ...string) []string {
 	m := h.Machine
 	out := []string{h.Timestamp, fmt.Sprintf("%s %s/%s", Plural(m.CPUs, "CPU"), m.GOOS, m.GOARCH), m.Go, "redis " + m.Redis}
+	if m.MySQL != "" {
+		out = append(out, "mysql "+m.MySQL)
+	}
 	if m.Postgres != "" {
 		out = append(out, "postgres "+m.Postgres)
 	}

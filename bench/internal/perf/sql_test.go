@@ -1,0 +1,72 @@
+package perf
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/fencelock/fencelock/bench/internal/report"
+	"github.com/fencelock/fencelock/bench/internal/serial"
+)
+
+// TestPerfDatabasesQuick runs the pg and sql scenarios against throwaway
+// PostgreSQL and MariaDB servers: every write shape of every database has
+// figures, the table shows them, and the guard-overhead targets are
+// judged.
+func TestPerfDatabasesQuick(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts PostgreSQL and MariaDB")
+	}
+	serial.Heavy(t)
+	jsonPath := filepath.Join(t.TempDir(), "perf.json")
+	var stdout, stderr bytes.Buffer
+	err := Run(t.Context(), []string{"-quick", "-locks", "raw", "-scenarios", "pg,sql", "-json", jsonPath}, &stdout, &stderr)
+	if err != nil {
+		t.Fatalf("perf: %v\n%s", err, stderr.String())
+	}
+	b, err := os.ReadFile(jsonPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep report.Perf
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	for _, r := range rep.Results {
+		if r.P50us == nil || *r.P50us <= 0 || r.OpsPerSec == nil || *r.OpsPerSec <= 0 {
+			t.Errorf("%s %s: no figures: %+v", r.Lock, r.Scenario, r)
+		}
+		got[r.Lock+" "+r.Scenario] = true
+	}
+	for _, want := range []string{
+		"postgres pg_unguarded", "postgres pg_guarded", "postgres pg_guarded_withtx",
+		"mariadb sql_unguarded", "mariadb sql_guarded", "mariadb sql_guarded_withtx",
+		"postgres-sql sql_unguarded", "postgres-sql sql_guarded", "postgres-sql sql_guarded_withtx",
+	} {
+		if !got[want] {
+			t.Errorf("no result for %s", want)
+		}
+	}
+	if rep.Machine.MySQL == "" || rep.Machine.Postgres == "" {
+		t.Errorf("server versions missing: %+v", rep.Machine)
+	}
+	judged := 0
+	for _, tg := range rep.Targets {
+		if strings.HasPrefix(tg.Name, "sql_guarded") && tg.Met != nil {
+			judged++
+		}
+	}
+	if judged != 2 {
+		t.Errorf("%d sql guard targets judged, want 2: %+v", judged, rep.Targets)
+	}
+	table := stdout.String()
+	for _, s := range []string{"mariadb", "sql_guarded_withtx", "postgres-sql"} {
+		if !strings.Contains(table, s) {
+			t.Errorf("table lacks %q:\n%s", s, table)
+		}
+	}
+}
