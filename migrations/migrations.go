@@ -4,10 +4,7 @@ import (
 	"context"
 	"embed"
 	"fmt"
-	"io/fs"
 	"regexp"
-	"sort"
-	"strconv"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -42,31 +39,8 @@ type Migration struct {
 // upFile is golang-migrate's file name pattern, restricted to up files.
 var upFile = regexp.MustCompile(`^([0-9]+)_(.*)\.up\.sql$`)
 
-// Up returns the up migrations in FS, in version order.
-func Up() ([]Migration, error) {
-	entries, err := fs.ReadDir(FS, ".")
-	if err != nil {
-		return nil, err
-	}
-	var ms []Migration
-	for _, e := range entries {
-		m := upFile.FindStringSubmatch(e.Name())
-		if m == nil {
-			continue
-		}
-		v, err := strconv.ParseUint(m[1], 10, 64)
-		if err != nil {
-			return nil, fmt.Errorf("migrations: %s: %w", e.Name(), err)
-		}
-		sql, err := fs.ReadFile(FS, e.Name())
-		if err != nil {
-			return nil, err
-		}
-		ms = append(ms, Migration{Version: v, Name: e.Name(), SQL: string(sql)})
-	}
-	sort.Slice(ms, func(i, j int) bool { return ms[i].Version < ms[j].Version })
-	return ms, nil
-}
+// Up returns the up migrations in FS (PostgreSQL's), in version order.
+func Up() ([]Migration, error) { return upIn(FS, ".") }
 
 // Apply runs, in one transaction, every up migration in FS that is not yet
 // recorded in [Table], and records it. Concurrent calls wait for each other
