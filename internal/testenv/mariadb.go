@@ -3,7 +3,6 @@ package testenv
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -160,20 +159,9 @@ func (m *MariaDB) installDB(ctx context.Context) error {
 	return nil
 }
 
-// startFree starts the server on a free port, retrying on a new port when
-// the chosen one was taken before mariadbd could bind it.
+// startFree starts the server on a free port (see onFreePort).
 func (m *MariaDB) startFree(ctx context.Context) error {
-	for attempt := 1; ; attempt++ {
-		port, err := freePort(nil)
-		if err != nil {
-			return err
-		}
-		m.port = port
-		if err = m.Start(ctx); err == nil || attempt == 5 || !errors.Is(err, errAddrInUse) {
-			return err
-		}
-		releasePort(port)
-	}
+	return onFreePort(func(port int) error { m.port = port; return m.Start(ctx) })
 }
 
 // Port returns the TCP port, the same across restarts.

@@ -135,20 +135,9 @@ func (p *Postgres) initdb() error {
 	return nil
 }
 
-// startFree starts the server on a free port, retrying on a new port when
-// the chosen one was taken before postgres could bind it.
+// startFree starts the server on a free port (see onFreePort).
 func (p *Postgres) startFree(ctx context.Context) error {
-	for attempt := 1; ; attempt++ {
-		port, err := freePort(nil)
-		if err != nil {
-			return err
-		}
-		p.port = port
-		if err = p.Start(ctx); err == nil || attempt == 5 || !errors.Is(err, errAddrInUse) {
-			return err
-		}
-		releasePort(port)
-	}
+	return onFreePort(func(port int) error { p.port = port; return p.Start(ctx) })
 }
 
 // Port returns the TCP port, the same across restarts.

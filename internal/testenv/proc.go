@@ -197,3 +197,18 @@ func startError(what, logPath string, offset int64, cause error) error {
 
 // startTimeout bounds how long a server may take to answer after start.
 const startTimeout = 15 * time.Second
+
+// onFreePort runs start with a free port, retrying with a new port (up to 5
+// times) when the chosen one was taken before the server could bind it.
+func onFreePort(start func(port int) error) error {
+	for attempt := 1; ; attempt++ {
+		port, err := freePort(nil)
+		if err != nil {
+			return err
+		}
+		if err = start(port); err == nil || attempt == 5 || !errors.Is(err, errAddrInUse) {
+			return err
+		}
+		releasePort(port)
+	}
+}

@@ -118,12 +118,27 @@ func newClient(k kind, addrs []string, ttl time.Duration) (*client, error) {
 	if len(addrs) != k.Nodes {
 		return nil, fmt.Errorf("%s needs %d Redis servers, got %d", k.Name, k.Nodes, len(addrs))
 	}
+	opts := make([]*redis.Options, len(addrs))
+	for i, a := range addrs {
+		opts[i] = &redis.Options{Addr: a}
+	}
+	return newClientOpts(k, opts, ttl)
+}
+
+// newClientOpts is newClient on servers dialled with opts (their address
+// and credentials; the timeouts are the bench's).
+func newClientOpts(k kind, opts []*redis.Options, ttl time.Duration) (*client, error) {
+	if len(opts) != k.Nodes {
+		return nil, fmt.Errorf("%s needs %d Redis servers, got %d", k.Name, k.Nodes, len(opts))
+	}
 	c := &client{kind: k, ttl: ttl}
 	var cs locks.Clients
-	for _, a := range addrs {
-		rc := redis.NewClient(&redis.Options{Addr: a, ContextTimeoutEnabled: true,
-			DialTimeout: time.Second, ReadTimeout: 2 * time.Second, WriteTimeout: 2 * time.Second,
-			MaxRetries: -1})
+	for _, o := range opts {
+		o := *o
+		o.ContextTimeoutEnabled = true
+		o.DialTimeout, o.ReadTimeout, o.WriteTimeout = time.Second, 2*time.Second, 2*time.Second
+		o.MaxRetries = -1
+		rc := redis.NewClient(&o)
 		c.clients = append(c.clients, rc)
 		cs.Many = append(cs.Many, rc)
 	}

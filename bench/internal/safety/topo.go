@@ -92,11 +92,17 @@ func (t *topology) cutOff() []*site {
 // startTopology starts n servers; with failover the faulted one is a
 // primary with a replica, behind a proxy.
 func startTopology(ctx context.Context, n int, failover bool) (*topology, error) {
+	return startSites(ctx, n, func(i int) bool { return failover && i == faultedIndex(n) })
+}
+
+// startSites starts n sites; those for which failover(i) holds are a
+// primary with a replica behind a proxy.
+func startSites(ctx context.Context, n int, failover func(i int) bool) (*topology, error) {
 	t := &topology{}
 	for i := range n {
 		s := &site{}
 		var err error
-		if failover && i == faultedIndex(n) {
+		if failover(i) {
 			s.fo, err = faults.StartFailover(ctx, testenv.RedisOptions{})
 		} else {
 			s.r, err = testenv.StartRedis(ctx, testenv.RedisOptions{})
