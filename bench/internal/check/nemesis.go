@@ -84,6 +84,9 @@ type Window struct {
 	// Target is a random number from the seed that the runner maps onto its
 	// targets (a client, a replica: Target % n), so that a replay picks alike.
 	Target uint32 `json:"target"`
+	// Detail says what the runner did with the window (which client, which
+	// nodes), filled in as it applies it; empty in a bare schedule.
+	Detail string `json:"detail,omitempty"`
 }
 
 // End is the offset at which the window closes.

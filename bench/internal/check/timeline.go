@@ -125,8 +125,11 @@ func writeRunTimeline(b *strings.Builder, run *Run) {
 		x0, x1 := x(win.Start), x(win.End())
 		wd := math.Max(1, x1-x0)
 		c := colorOfFault(win.Fault)
-		fmt.Fprintf(b, `<g class="fault" data-fault="%s"><title>%s: %s – %s</title>`,
-			esc(string(win.Fault)), esc(string(win.Fault)), fmtDur(win.Start), fmtDur(win.End()))
+		tip := fmt.Sprintf("%s: %s – %s", win.Fault, fmtDur(win.Start), fmtDur(win.End()))
+		if win.Detail != "" {
+			tip += "\n" + win.Detail
+		}
+		fmt.Fprintf(b, `<g class="fault" data-fault="%s"><title>%s</title>`, esc(string(win.Fault)), esc(tip))
 		fmt.Fprintf(b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s" fill-opacity="0.12"/>`,
 			x0, tlTop, wd, height-tlTop, c)
 		fmt.Fprintf(b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s" fill-opacity="0.7"/>`,
@@ -260,10 +263,10 @@ func writeFaultTable(b *strings.Builder, ws []Window) {
 		return
 	}
 	fmt.Fprintf(b, "<details><summary>%d fault %s</summary>\n", len(ws), plural(len(ws), "window", "windows"))
-	b.WriteString("<table><tr><th>fault</th><th>start</th><th>end</th></tr>\n")
+	b.WriteString("<table><tr><th>fault</th><th>start</th><th>end</th><th>detail</th></tr>\n")
 	for _, w := range ws {
-		fmt.Fprintf(b, `<tr><td><i class="sw" style="background:%s"></i>%s</td><td class="n">%s</td><td class="n">%s</td></tr>`+"\n",
-			colorOfFault(w.Fault), esc(string(w.Fault)), fmtDur(w.Start), fmtDur(w.End()))
+		fmt.Fprintf(b, `<tr><td><i class="sw" style="background:%s"></i>%s</td><td class="n">%s</td><td class="n">%s</td><td>%s</td></tr>`+"\n",
+			colorOfFault(w.Fault), esc(string(w.Fault)), fmtDur(w.Start), fmtDur(w.End()), esc(w.Detail))
 	}
 	b.WriteString("</table></details>\n")
 }
