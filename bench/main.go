@@ -1,12 +1,16 @@
 // Command bench measures fencelock against the Redis floor and its peers:
-// speed (perf) and what the protected data suffers under failures (safety).
+// speed (perf), what the protected data suffers under failures staged one
+// at a time (safety), and histories of many clients under random faults
+// checked against a model (check).
 //
 //	go run ./bench perf [-quick] [-json FILE] [-html FILE] [-redis-url URL[,URL...]] [-database-url URL]
 //	go run ./bench safety [-quick] [-json FILE] [-html FILE] [-scenario NAME,...] [-locks KIND,...] [-database-url URL]
+//	go run ./bench check [-quick] [-seed N] [-clients N] [-duration D] [-locks KIND,...] [-faults FAULT,...] [-json FILE] [-html FILE]
 //
 // safety exits with status 3 when a must-hold rule is broken: a fenced lock
 // kind lost an update or accepted a stale write, or a scenario provoked no
-// anomaly in an unfenced kind.
+// anomaly in an unfenced kind. check exits with status 3 when a fenced kind
+// shows any anomaly (an unfenced kind without one is only reported).
 //
 // Without URLs it starts throwaway servers (one redis-server for the
 // single-node locks, five independent ones for the quorum locks, and a
@@ -21,11 +25,12 @@ import (
 	"os"
 	"os/signal"
 
+	"github.com/fencelock/fencelock/bench/internal/checkrun"
 	"github.com/fencelock/fencelock/bench/internal/perf"
 	"github.com/fencelock/fencelock/bench/internal/safety"
 )
 
-const usage = "usage: " + perf.Usage + "\n       " + safety.Usage
+const usage = "usage: " + perf.Usage + "\n       " + safety.Usage + "\n       " + checkrun.Usage
 
 func main() {
 	if spec := os.Getenv(safety.WorkerEnv); spec != "" {
@@ -49,6 +54,12 @@ func main() {
 	case "safety":
 		rep, serr := safety.Run(ctx, os.Args[2:], os.Stdout, os.Stderr)
 		if err = serr; err == nil && len(rep.Violations) > 0 {
+			stop()
+			os.Exit(3)
+		}
+	case "check":
+		rep, cerr := checkrun.Run(ctx, os.Args[2:], os.Stdout, os.Stderr)
+		if err = cerr; err == nil && len(rep.Violations()) > 0 {
 			stop()
 			os.Exit(3)
 		}

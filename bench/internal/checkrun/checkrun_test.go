@@ -1,0 +1,139 @@
+package checkrun
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fencelock/fencelock/bench/internal/check"
+	"github.com/fencelock/fencelock/bench/internal/serial"
+	"github.com/fencelock/fencelock/internal/testenv"
+)
+
+// TestCheckQuick runs `bench check -quick` through Run, with real servers
+// and real faults, and asserts the issue's targets: every fenced kind shows
+// no anomaly, with acknowledged writes and faults applied; at least one
+// unfenced kind shows an anomaly; the run fits in 2 minutes.
+func TestCheckQuick(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts PostgreSQL and redis-servers and runs for ~100s: not in -short")
+	}
+	serial.Heavy(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	dsn, closePG, err := testenv.PostgresOrStart(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closePG()
+
+	dir := t.TempDir()
+	jsonFile, htmlFile := filepath.Join(dir, "check.json"), filepath.Join(dir, "check.html")
+	var out, progress bytes.Buffer
+	start := time.Now()
+	rep, err := Run(ctx, []string{"-quick", "-database-url", dsn, "-json", jsonFile, "-html", htmlFile}, &out, &progress)
+	elapsed := time.Since(start)
+	if err != nil {
+		t.Fatalf("check: %v\n%s", err, progress.String())
+	}
+	t.Logf("%v\n%s", elapsed.Round(time.Millisecond), out.String())
+	// -quick's budget is 2 minutes on its own; the test's PostgreSQL is
+	// started outside it, and a loaded machine gets some slack.
+	if elapsed > 150*time.Second {
+		t.Errorf("-quick took %v, want ≤ 2 minutes", elapsed)
+	}
+
+	if len(rep.Kinds) != len(kindNames()) {
+		t.Fatalf("%d kinds ran, want %d", len(rep.Kinds), len(kindNames()))
+	}
+	unfencedCaught := []string{}
+	for _, k := range rep.Kinds {
+		s := k.Summary
+		if k.Error != "" {
+			t.Errorf("%s: %s", k.Lock.Name, k.Error)
+			continue
+		}
+		if !k.Lock.Fenced {
+			if s.TotalAnomalies() > 0 {
+				unfencedCaught = append(unfencedCaught, k.Lock.Name)
+			}
+			continue
+		}
+		if n := s.TotalAnomalies(); n != 0 {
+			t.Errorf("%s (fenced): %d anomalies, want 0: %+v", k.Lock.Name, n, k.Anomalies())
+		}
+		if s.Acked == 0 || s.Faults == 0 {
+			t.Errorf("%s (fenced): %d acked ops, %d faults applied: want both > 0", k.Lock.Name, s.Acked, s.Faults)
+		}
+		if len(s.Undecided) > 0 {
+			t.Logf("%s: undecided: %v", k.Lock.Name, s.Undecided)
+		}
+	}
+	if len(unfencedCaught) == 0 {
+		t.Errorf("no unfenced kind showed an anomaly; want at least one")
+	}
+	if v := rep.Violations(); len(v) != 0 {
+		t.Errorf("violations: %v", v)
+	}
+
+	// The JSON holds every kind's history, and the HTML its timeline.
+	b, err := os.ReadFile(jsonFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back Report
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatalf("JSON: %v", err)
+	}
+	if len(back.Kinds) != len(rep.Kinds) || len(back.Kinds[0].History.Ops) == 0 || back.Seed != rep.Seed {
+		t.Errorf("JSON: %d kinds, seed %d; want %d kinds with their histories, seed %d",
+			len(back.Kinds), back.Seed, len(rep.Kinds), rep.Seed)
+	}
+	page, err := os.ReadFile(htmlFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"<svg", `class="fault"`, `class="anomaly"`} {
+		if !strings.Contains(string(page), want) {
+			t.Errorf("HTML lacks %s", want)
+		}
+	}
+	if !strings.Contains(out.String(), "-seed ") {
+		t.Errorf("the output does not give the seed to replay:\n%s", out.String())
+	}
+}
+
+// TestQuickPlan: the quick schedule gives every fault a window, whatever
+// the seed, and every window outlasts the TTL by half.
+func TestQuickPlan(t *testing.T) {
+	for seed := int64(1); seed <= 200; seed++ {
+		o, err := parse([]string{"-quick", "-seed", itoa(seed)}, &bytes.Buffer{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ws, err := check.Schedule(o.plan)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen := map[check.Fault]bool{}
+		for _, w := range ws {
+			seen[w.Fault] = true
+			if w.Duration < o.ttl*3/2 {
+				t.Fatalf("seed %d: window %v shorter than 1.5 TTL (%v)", seed, w.Duration, o.ttl)
+			}
+		}
+		if len(seen) != len(check.AllFaults) {
+			t.Fatalf("seed %d: %d windows cover %d of %d faults", seed, len(ws), len(seen), len(check.AllFaults))
+		}
+	}
+}
+
+func itoa(n int64) string {
+	b, _ := json.Marshal(n)
+	return string(b)
+}
