@@ -29,6 +29,10 @@ type conn struct {
 	done   chan struct{} // closed when ps is closed
 	chans  map[string]*subscribers
 	linger *time.Timer // closes ps when no channel is wanted
+	// lingerGen tells a linger timer that fired from the current one: a
+	// timer that fired as it was stopped must not close a later idle
+	// connection before its own linger.
+	lingerGen uint64
 	// live are the channels the server confirmed and that no UNSUBSCRIBE
 	// has been decided for: a waiter that wants one again is listening at
 	// once. dropping are those with an UNSUBSCRIBE not yet confirmed: a
@@ -222,16 +226,18 @@ func (c *conn) unregister(w *Waiter) {
 		c.changed()
 	}
 	if len(c.chans) == 0 && c.ps != nil {
-		c.linger = time.AfterFunc(connLinger, c.closeIfIdle)
+		c.lingerGen++
+		gen := c.lingerGen
+		c.linger = time.AfterFunc(connLinger, func() { c.closeIfIdle(gen) })
 	}
 }
 
 // closeIfIdle closes the connection if still no channel is wanted. The
 // close itself runs outside c.mu: it waits for go-redis's own lock, which a
 // write or a reconnect may hold for a while.
-func (c *conn) closeIfIdle() {
+func (c *conn) closeIfIdle(gen uint64) {
 	c.mu.Lock()
-	if len(c.chans) > 0 || c.ps == nil {
+	if len(c.chans) > 0 || c.ps == nil || c.linger == nil || gen != c.lingerGen {
 		c.mu.Unlock()
 		return
 	}
@@ -248,6 +254,15 @@ func (c *conn) dropLocked() {
 	c.ps, c.linger = nil, nil
 	clear(c.live)
 	clear(c.dropping)
+	// The channels still wanted are not subscribed on the next connection
+	// yet: a waiter that joins them must wait for its confirmation.
+	for _, s := range c.chans {
+		select {
+		case <-s.ready:
+			s.ready = make(chan struct{})
+		default:
+		}
+	}
 }
 
 // dispatch reads a classic connection until it is closed and hands each

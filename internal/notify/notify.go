@@ -47,16 +47,31 @@ const (
 	unknown mode = iota // a cluster client whose servers are not asked yet
 	classic             // SUBSCRIBE on one connection
 	sharded             // SSUBSCRIBE, one connection per shard node
+	none                // no pub/sub: waiters wake by their own timers
 )
 
 // New returns a Notifier on rdb. It does no I/O: a connection opens when
 // the first waiter registers.
+//
+// A *redis.Ring, whose pub/sub connections each serve the shard of their
+// first channel, gets no pub/sub at all: its waiters wake by the holder's
+// ttl and their backoff.
 func New(rdb redis.UniversalClient) *Notifier {
 	n := &Notifier{rdb: rdb, conns: map[string]*conn{}, mode: classic}
-	if _, ok := rdb.(*redis.ClusterClient); ok {
+	switch rdb.(type) {
+	case *redis.ClusterClient:
 		n.mode = unknown
+	case *redis.Ring:
+		n.mode = none
 	}
 	return n
+}
+
+// currentMode returns how the notifier subscribes, as far as it knows yet.
+func (n *Notifier) currentMode() mode {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.mode
 }
 
 // Sharded reports whether the notifier uses sharded pub/sub; false also
@@ -129,7 +144,7 @@ func (n *Notifier) Join(channel, holder string) *Waiter {
 // no wake-ups, only its own timers.
 func (n *Notifier) Register(ctx context.Context, channel, holder string) *Waiter {
 	key, err := n.route(ctx, channel)
-	if err != nil {
+	if err != nil || n.currentMode() == none {
 		return unsubscribed(channel, holder)
 	}
 	n.mu.Lock()
@@ -154,7 +169,7 @@ func unsubscribed(channel, holder string) *Waiter {
 // classic pub/sub, the address of the channel's slot master for sharded.
 func (n *Notifier) route(ctx context.Context, channel string) (string, error) {
 	m, err := n.detectMode(ctx)
-	if err != nil || m == classic {
+	if err != nil || m == classic || m == none {
 		return "", err
 	}
 	node, err := n.rdb.(*redis.ClusterClient).MasterForKey(ctx, channel)
