@@ -152,7 +152,12 @@ func applyMySQL(ctx context.Context, conn *sql.Conn, ms []Migration) (_ []Migrat
 	defer func() {
 		// A session lock outlives Close, which returns the connection to the
 		// pool: if it cannot be released, the connection is discarded, and
-		// the server releases the lock when it goes.
+		// the server releases the lock when it goes. Once ctx has ended the
+		// connection is discarded at once: no call outlives its context.
+		if ctx.Err() != nil {
+			_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+			return
+		}
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
 		if _, rerr := conn.ExecContext(rctx, "SELECT RELEASE_LOCK(?)", mysqlLock); rerr != nil {

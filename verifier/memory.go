@@ -76,7 +76,13 @@ func (m *Memory) do(ctx context.Context, resource string, tok fence.Token, write
 		return fmt.Errorf("%w: nil context", ErrInvalid)
 	}
 	if m.Hooks != nil {
-		defer func(start time.Time) { emit.Verified(m.Hooks, ctx, "memory", resource, tok, start, err) }(time.Now())
+		defer func(start time.Time) {
+			if p := recover(); p != nil { // write panicked: nothing was accepted
+				emit.Verified(m.Hooks, ctx, "memory", resource, tok, start, fmt.Errorf("verifier: panic: %v", p))
+				panic(p)
+			}
+			emit.Verified(m.Hooks, ctx, "memory", resource, tok, start, err)
+		}(time.Now())
 	}
 	if err := ValidateClaim(resource, tok); err != nil {
 		return err

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fencelock/fencelock/fence"
+	"github.com/fencelock/fencelock/observe"
 	"github.com/fencelock/fencelock/verifier"
 	"github.com/fencelock/fencelock/verifier/verifiertest"
 )
@@ -124,4 +125,21 @@ func TestStaleErrorMessages(t *testing.T) {
 	var se *verifier.StaleError
 	require.ErrorAs(t, wrapped, &se)
 	assert.Equal(t, uint64(5), se.Highest)
+}
+
+// A write that panics is reported to the hooks as an error, not as an
+// accepted token, and the high-water stays where it was.
+func TestMemoryPanicReportedAsError(t *testing.T) {
+	var verdicts []observe.Verdict
+	m := &verifier.Memory{Hooks: &observe.Hooks{Verified: func(_ context.Context, e observe.Verified) {
+		verdicts = append(verdicts, e.Verdict)
+	}}}
+	tok := verifiertest.Tok(3, "a")
+	func() {
+		defer func() { assert.Equal(t, "boom", recover()) }()
+		_ = m.Do(t.Context(), "r", tok, func() error { panic("boom") })
+	}()
+	assert.Equal(t, []observe.Verdict{observe.Error}, verdicts)
+	seq, _ := m.Highest("r")
+	assert.Zero(t, seq)
 }

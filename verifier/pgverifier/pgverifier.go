@@ -198,6 +198,14 @@ func (v *Verifier) Guard(ctx context.Context, q Querier, resource string, tok fe
 
 // report tells the hooks, if any, how a check that began at start ended.
 func (v *Verifier) report(ctx context.Context, resource string, tok fence.Token, start time.Time, err *error) {
+	if p := recover(); p != nil {
+		// A panic in the caller's function rolled the transaction back:
+		// report an error, not the nil *err, and go on panicking.
+		if v.hooks != nil {
+			emit.Verified(v.hooks, ctx, "postgres", resource, tok, start, fmt.Errorf("pgverifier: panic: %v", p))
+		}
+		panic(p)
+	}
 	if v.hooks != nil {
 		emit.Verified(v.hooks, ctx, "postgres", resource, tok, start, *err)
 	}

@@ -1,8 +1,10 @@
 package sqlverifier_test
 
 import (
+	"context"
 	"database/sql"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -146,5 +148,46 @@ func TestMove(t *testing.T) {
 			assert.ErrorIs(t, err, verifier.ErrInvalid, name)
 		}
 		assert.ErrorIs(t, v.Move(ctx, "", "a", "b"), verifier.ErrInvalidResource)
+	})
+}
+
+// Guard in the caller's transaction uses no other connection: on a pool
+// of one connection, a guard of a resource never seen before does not
+// wait for a second one.
+func TestGuardOnOneConnection(t *testing.T) {
+	each(t, func(t *testing.T, tg target) {
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+		defer cancel()
+		db := tg.open(t)
+		db.SetMaxOpenConns(1)
+		v := tg.verifier(t, db)
+		tx, err := db.BeginTx(ctx, nil)
+		require.NoError(t, err)
+		defer tx.Rollback()
+		res := verifiertest.Resource(t, "new")
+		require.NoError(t, v.Guard(ctx, tx, res, tok("l", 1, "a")))
+		require.NoError(t, tx.Commit())
+		requireHighest(t, v, res, 1, "a")
+	})
+}
+
+// A row deleted behind the verifier's back (a cleanup, a table made
+// again) is made again: Move and the guards go on.
+func TestRowDeletedBehindTheVerifier(t *testing.T) {
+	each(t, func(t *testing.T, tg target) {
+		ctx := t.Context()
+		db := tg.open(t)
+		v := tg.verifier(t, db)
+		res := verifiertest.Resource(t, "gone")
+		require.NoError(t, v.Claim(ctx, res, tok("l", 5, "a")))
+		_, err := db.ExecContext(ctx, tg.q(`DELETE FROM fence_tokens WHERE resource = ?`), res)
+		require.NoError(t, err)
+		require.NoError(t, v.Move(ctx, res, "l", "m"), "a resource with no row is bound to no lock")
+		require.NoError(t, v.Claim(ctx, res, tok("m", 1, "b")))
+		_, err = db.ExecContext(ctx, tg.q(`DELETE FROM fence_tokens WHERE resource = ?`), res)
+		require.NoError(t, err)
+		require.NoError(t, v.Claim(ctx, res, tok("n", 1, "c")), "the row is made again")
+		require.NoError(t, v.Claim(ctx, res, tok("n", 2, "c")))
+		requireHighest(t, v, res, 2, "c")
 	})
 }

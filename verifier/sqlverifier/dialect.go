@@ -15,9 +15,10 @@ type Dialect int
 
 const (
 	// MySQL is MySQL (8.0.16 or later) and MariaDB (10.5 or later), through
-	// github.com/go-sql-driver/mysql. The guard is an INSERT ... ON
-	// DUPLICATE KEY UPDATE, followed, when its affected-rows count is not
-	// conclusive, by a locking read of the row.
+	// github.com/go-sql-driver/mysql. The guard is an UPDATE of the
+	// resource's row with the acceptance rule in its WHERE; when it
+	// changes no row, an INSERT ... ON DUPLICATE KEY UPDATE and a locking
+	// read of the row tell why.
 	MySQL Dialect = iota + 1
 	// Postgres is PostgreSQL through a database/sql driver, such as
 	// github.com/jackc/pgx/v5/stdlib. The guard is the INSERT ... ON

@@ -30,8 +30,10 @@
 //     resources (guard them in a fixed order, to avoid deadlocks) or with
 //     another isolation level.
 //
-// Each costs one statement more than the same transaction unguarded:
-// database/sql sends one statement per round trip. [Verifier.Claim] runs the
+// Each costs one statement more than the same transaction unguarded
+// (database/sql sends one statement per round trip); on MySQL a refusal
+// costs two more, and a resource's first use in a process one or two
+// (its row is made, committed on its own). [Verifier.Claim] runs the
 // guard on its own, committed at once: it raises the high-water so that
 // older holders are turned away from then on, but it does not by itself
 // fence a write made later in another transaction.

@@ -7,7 +7,8 @@ const knownCap = 1 << 14
 
 // known remembers resources whose row is known to exist, so that the MySQL
 // guard creates a row (ensure.sql) once per resource and process, not at
-// every call. Forgetting is harmless: it costs one read.
+// every call. Forgetting is harmless: it costs one read. A guard that
+// misses the row forgets it, so a deleted row is made again.
 type known struct {
 	mu  sync.Mutex
 	set map[string]struct{}
@@ -27,4 +28,10 @@ func (k *known) add(resource string) {
 		k.set = make(map[string]struct{})
 	}
 	k.set[resource] = struct{}{}
+}
+
+func (k *known) del(resource string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	delete(k.set, resource)
 }

@@ -83,8 +83,8 @@ func WithTable(parts ...string) Option {
 // MariaDB or PostgreSQL. It keeps each resource's high-water (and the lock
 // the resource belongs to) in a table (see package migrations) and checks
 // tokens with a guard that runs in the caller's transaction, next to the
-// data it protects. It is safe for concurrent use if its DB is (a *sql.DB
-// is; a *sql.Conn is not).
+// data it protects. It is safe for concurrent use; on a *sql.Conn, calls
+// take turns on its one session.
 type Verifier struct {
 	db    DB
 	d     Dialect
@@ -189,12 +189,12 @@ func (v *Verifier) usable(ctx context.Context) error {
 // transaction the guard's locking read may see a later token than its own
 // and report a token that was accepted, and then overtaken, as stale (on
 // PostgreSQL the verdict is exact, but a refusal's details are read after
-// the guard's own commit, so a racing Move can make stale look foreign). The
-// first guard of a resource in a process also creates the resource's row,
-// committed at once on the verifier's DB (not in q), bound to no lock and
-// with no high-water, which is the same as no row: a row inserted by a
-// transaction that rolls back while other guards wait for it makes InnoDB
-// report deadlocks to them.
+// the guard's own commit, so a racing Move can make stale look foreign).
+// Guard uses no connection but q's. On MySQL, when the resource has no row
+// yet, the guard inserts it in q's transaction; if that transaction rolls
+// back while other guards of the resource wait for the row, InnoDB reports
+// deadlocks (error 1213) to them. WithTx, Exec, Claim and Move avoid that by
+// creating the row, committed on its own, before they begin.
 func (v *Verifier) Guard(ctx context.Context, q Querier, resource string, tok fence.Token) (err error) {
 	if err := v.usable(ctx); err != nil {
 		return err
@@ -204,9 +204,6 @@ func (v *Verifier) Guard(ctx context.Context, q Querier, resource string, tok fe
 		return invalid("Guard: nil Querier")
 	}
 	if err := verifier.ValidateClaim(resource, tok); err != nil {
-		return err
-	}
-	if err := v.ensureRow(ctx, resource); err != nil {
 		return err
 	}
 	return v.guard(ctx, q, resource, tok)
@@ -235,6 +232,14 @@ func (v *Verifier) ensureRow(ctx context.Context, resource string) error {
 
 // report tells the hooks, if any, how a check that began at start ended.
 func (v *Verifier) report(ctx context.Context, resource string, tok fence.Token, start time.Time, err *error) {
+	if p := recover(); p != nil {
+		// A panic in the caller's function rolled the transaction back:
+		// report an error, not the nil *err, and go on panicking.
+		if v.hooks != nil {
+			emit.Verified(v.hooks, ctx, v.d.verifierName(), resource, tok, start, fmt.Errorf("sqlverifier: panic: %v", p))
+		}
+		panic(p)
+	}
 	if v.hooks != nil {
 		emit.Verified(v.hooks, ctx, v.d.verifierName(), resource, tok, start, *err)
 	}
@@ -262,7 +267,9 @@ func (v *Verifier) guard(ctx context.Context, q Querier, resource string, tok fe
 		if n, err := res.RowsAffected(); err == nil && n == 1 {
 			return nil
 		}
-		// Refused, a repeat, or a row gone since: the full guard tells.
+		// Refused, a repeat, or no row (never made here, or deleted since):
+		// the full guard tells, and the next begin makes sure of the row.
+		v.rows.del(resource)
 		res, err = q.ExecContext(ctx, v.sql.guard, resource, seq, tok.Holder, tok.Key)
 		if err != nil {
 			return fmt.Errorf("sqlverifier: guard %q: %w", resource, err)

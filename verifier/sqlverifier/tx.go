@@ -130,8 +130,10 @@ func (v *Verifier) Move(ctx context.Context, resource, from, to string) error {
 		return err
 	}
 	// The row must exist, so that the locking read below locks it. On
-	// MySQL it is created beforehand, committed (see ensureRow); on
+	// MySQL it is created beforehand, committed (see ensureRow; forgotten
+	// first, since a Move is rare and the row may have been deleted); on
 	// PostgreSQL in the transaction.
+	v.rows.del(resource)
 	if err := v.ensureRow(ctx, resource); err != nil {
 		return err
 	}
