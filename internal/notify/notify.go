@@ -34,7 +34,7 @@ import (
 type Notifier struct {
 	rdb redis.UniversalClient
 
-	detect sync.Mutex // serialises the sharded pub/sub detection (I/O)
+	detect chan struct{} // buffered 1: serialises the sharded pub/sub detection (I/O), waited for under ctx
 	mu     sync.Mutex
 	mode   mode
 	conns  map[string]*conn // by node address; "" for classic pub/sub
@@ -57,7 +57,7 @@ const (
 // first channel, gets no pub/sub at all: its waiters wake by the holder's
 // ttl and their backoff.
 func New(rdb redis.UniversalClient) *Notifier {
-	n := &Notifier{rdb: rdb, conns: map[string]*conn{}, mode: classic}
+	n := &Notifier{rdb: rdb, conns: map[string]*conn{}, mode: classic, detect: make(chan struct{}, 1)}
 	switch rdb.(type) {
 	case *redis.ClusterClient:
 		n.mode = unknown
@@ -188,8 +188,12 @@ func (n *Notifier) detectMode(ctx context.Context) (mode, error) {
 	if m != unknown {
 		return m, nil
 	}
-	n.detect.Lock()
-	defer n.detect.Unlock()
+	select {
+	case n.detect <- struct{}{}:
+	case <-ctx.Done():
+		return unknown, ctx.Err()
+	}
+	defer func() { <-n.detect }()
 	n.mu.Lock()
 	m = n.mode
 	n.mu.Unlock()
