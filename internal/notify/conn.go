@@ -16,9 +16,13 @@ import (
 // For classic pub/sub, go-redis reconnects a broken connection and
 // subscribes its channels again. A sharded connection cannot rely on that:
 // go-redis sends all channels in one SSUBSCRIBE, which a cluster refuses
-// (CROSSSLOT) when they span slots, and a connection that lost its channels
-// reconnects to a random node. So on any error a sharded connection is
+// (CROSSSLOT) when they span slots. So on any error a sharded connection is
 // replaced by a new one, which subscribes its channels one at a time.
+//
+// Known limits of the sharded path: a slot that moves to another master
+// (or a server's "sunsubscribe") leaves its waiters to their timers; any
+// error reply replaces the whole connection; and the connection is not
+// pinged, so a silently dead one is found only when it errors.
 type conn struct {
 	rdb     redis.UniversalClient
 	sharded bool
@@ -106,7 +110,7 @@ func (c *conn) changed() {
 			// subscribes: the writer starts the dispatcher after that.
 			c.ps = c.rdb.(*redis.ClusterClient).SSubscribe(context.Background())
 		} else {
-			c.ps = c.rdb.Subscribe(context.Background()) // no channel: no I/O
+			c.ps = c.rdb.Subscribe(context.Background()) // no channel yet
 			go c.dispatch(c.ps)
 		}
 		go c.write(c.ps, c.kick, c.done)
