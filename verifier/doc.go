@@ -47,6 +47,9 @@
 //     409 Conflict to stale tokens, 400 to malformed ones.
 //   - pgverifier: PostgreSQL, with the guard in the caller's transaction.
 //   - redisverifier: data kept in Redis, written by one fenced Lua script.
+//   - sqlverifier: MySQL, MariaDB or PostgreSQL through database/sql.
+//   - your own store: prove it with the conformance kit, package
+//     verifiertest.
 //
 // A verifier only helps if every writer of the resource goes through it.
 package verifier
