@@ -12,6 +12,7 @@ import (
 
 	_ "github.com/go-sql-driver/mysql"
 	_ "github.com/jackc/pgx/v5/stdlib"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/fencelock/fencelock/fence"
@@ -71,13 +72,15 @@ type target struct {
 }
 
 // targets: MariaDB with the driver's defaults (server-side prepared
-// statements, affected rows counted as changed), MariaDB with
-// clientFoundRows and interpolateParams (found rows, one round trip per
-// statement), and PostgreSQL through pgx's stdlib driver.
+// statements, affected rows counted as changed, REPEATABLE READ), MariaDB
+// with clientFoundRows and interpolateParams (found rows, one round trip
+// per statement), MariaDB under READ COMMITTED (whose UPDATE lets go of
+// rows its WHERE refuses), and PostgreSQL through pgx's stdlib driver.
 func targets() []target {
 	return []target{
 		{"mysql", sqlverifier.MySQL, "mysql", mysqlDSN},
 		{"mysql-foundrows", sqlverifier.MySQL, "mysql", mysqlDSN + "?clientFoundRows=true&interpolateParams=true"},
+		{"mysql-readcommitted", sqlverifier.MySQL, "mysql", mysqlDSN + "?tx_isolation=%27READ-COMMITTED%27"},
 		{"postgres", sqlverifier.Postgres, "pgx", pgDSN},
 	}
 }
@@ -203,4 +206,21 @@ func requireHighest(t testing.TB, v *sqlverifier.Verifier, res string, seq uint6
 // tok returns a token of lock key.
 func tok(key string, seq uint64, holder string) fence.Token {
 	return fence.Token{Key: key, Seq: seq, Holder: holder}
+}
+
+// TestTargetsIsolation checks that each MySQL target runs at the isolation
+// level its name says, so the suite covers both.
+func TestTargetsIsolation(t *testing.T) {
+	for _, tg := range targets() {
+		if tg.d != sqlverifier.MySQL {
+			continue
+		}
+		var level string
+		require.NoError(t, tg.conn(t).QueryRowContext(t.Context(), `SELECT @@tx_isolation`).Scan(&level))
+		want := "REPEATABLE-READ"
+		if tg.name == "mysql-readcommitted" {
+			want = "READ-COMMITTED"
+		}
+		assert.Equal(t, want, level, tg.name)
+	}
 }
