@@ -133,11 +133,6 @@ func (g *globals) inspect(args []string) int {
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
 	v, err := b.inspect(ctx, name)
-	if v.Name != "" {
-		if serr := addShardWaiters(ctx, b, name, &v); serr != nil && err == nil {
-			err = fmt.Errorf("count waiters: %w", serr)
-		}
-	}
 	if err != nil && v.Name == "" {
 		return g.fail(exitFailure, "inspect %q: %v", name, err)
 	}
@@ -153,43 +148,6 @@ func (g *globals) inspect(args []string) int {
 		return g.fail(exitFailure, "inspect %q: %v", name, err)
 	}
 	return exitOK
-}
-
-// addShardWaiters adds to v's waiter counts those that PUBSUB NUMSUB does
-// not see: on a Redis Cluster with sharded pub/sub (Redis 7 and later), a
-// waiting acquire listens with SSUBSCRIBE on the master of its channel's
-// slot (see package notify), which PUBSUB SHARDNUMSUB counts. The two
-// counts add up, so a waiter of an older fencelock (classic SUBSCRIBE)
-// counts too.
-func addShardWaiters(ctx context.Context, b backend, name string, v *view) error {
-	switch b := b.(type) {
-	case *single:
-		n, err := shardNumSub(ctx, b.rdb, releaseChannel(b.prefix, name))
-		if err == nil && v.Waiters != nil {
-			*v.Waiters += n
-		}
-		return err
-	case *quorum:
-		channel := releaseChannel(b.prefix, name)
-		v.Waiters = nil
-		for i := range v.Nodes {
-			nv := &v.Nodes[i]
-			if nv.Waiters != nil && i < len(b.rdbs) {
-				n, err := shardNumSub(ctx, b.rdbs[i], channel)
-				if err != nil {
-					nv.Waiters = nil
-					nv.Error = "count waiters: " + err.Error()
-					continue
-				}
-				*nv.Waiters += n
-			}
-			if nv.Waiters != nil && (v.Waiters == nil || *nv.Waiters > *v.Waiters) {
-				w := *nv.Waiters
-				v.Waiters = &w
-			}
-		}
-	}
-	return nil
 }
 
 // shardNumSub counts the sharded subscribers of channel: PUBSUB

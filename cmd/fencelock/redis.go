@@ -196,7 +196,23 @@ func releaseChannel(prefix, name string) string { return prefix + "{" + name + "
 
 // numSub counts the subscribers of channel: on a Redis Cluster, summed over
 // the nodes (a subscriber is connected to one node).
+//
+// On a Redis Cluster with sharded pub/sub (Redis 7 and later) a waiting
+// acquire listens with SSUBSCRIBE on the master of its channel's slot (see
+// package notify), which PUBSUB SHARDNUMSUB counts; the two counts add up,
+// so a waiter of an older fencelock (classic SUBSCRIBE) counts too.
 func numSub(ctx context.Context, rdb redis.UniversalClient, channel string) (int64, error) {
+	classic, err := classicNumSub(ctx, rdb, channel)
+	if err != nil {
+		return 0, err
+	}
+	sharded, err := shardNumSub(ctx, rdb, channel)
+	return classic + sharded, err
+}
+
+// classicNumSub counts the classic subscribers of channel (PUBSUB NUMSUB),
+// on every shard of a cluster.
+func classicNumSub(ctx context.Context, rdb redis.UniversalClient, channel string) (int64, error) {
 	if cc, ok := rdb.(*redis.ClusterClient); ok {
 		var mu sync.Mutex
 		var total int64
