@@ -20,7 +20,15 @@ import (
 var golangMigrate = regexp.MustCompile(`^([0-9]+)_(.*)\.(down|up)\.(.*)$`)
 
 func TestFilesFollowGolangMigrate(t *testing.T) {
-	entries, err := fs.ReadDir(migrations.FS, ".")
+	requireGolangMigrate(t, migrations.FS, ".")
+}
+
+// requireGolangMigrate checks that the files in dir of fsys are
+// golang-migrate's NNNNNN_name.{up,down}.sql, every up with its down, and
+// that 000001_fence_tokens is among them.
+func requireGolangMigrate(t *testing.T, fsys fs.FS, dir string) {
+	t.Helper()
+	entries, err := fs.ReadDir(fsys, dir)
 	require.NoError(t, err)
 	ups, downs := map[string]bool{}, map[string]bool{}
 	for _, e := range entries {
