@@ -71,7 +71,9 @@ func (c *Client) wait(ctx context.Context, req request, p *emit.Progress) (l *Le
 	sent := time.Now() // a handoff comes after the last failed try was sent
 	l, res, err := c.try(ctx, req)
 	if l != nil || err != nil {
-		drainWake(w, l)
+		if l != nil {
+			w.Drain() // the release it announced was the one this try took
+		}
 		return l, err
 	}
 	if !listening {
@@ -89,7 +91,9 @@ func (c *Client) wait(ctx context.Context, req request, p *emit.Progress) (l *Le
 			sent = time.Now()
 			l, res, err = c.try(ctx, req)
 			if l != nil || err != nil {
-				drainWake(w, l)
+				if l != nil {
+					w.Drain()
+				}
 				return l, err
 			}
 		}
@@ -175,17 +179,4 @@ func jitter(d time.Duration) time.Duration {
 		return d
 	}
 	return d/2 + rand.N(d/2+1)
-}
-
-// drainWake drops a plain wake-up w got while its try took the lock: the
-// release it announced was the one the try profited from, and Unregister
-// must not pass it on to the next waiter, who would try in vain.
-func drainWake(w *notify.Waiter, l *Lease) {
-	if w == nil || l == nil {
-		return
-	}
-	select {
-	case <-w.Wake():
-	default:
-	}
 }

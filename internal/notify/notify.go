@@ -226,6 +226,19 @@ func (n *Notifier) Unregister(w *Waiter) {
 	}
 }
 
+// Drain drops a wake-up pending for w, if any: the caller's next try sees
+// the release it announced anyway, and Unregister must not pass it on to
+// another waiter, who would try in vain. A nil w is ignored.
+func (w *Waiter) Drain() {
+	if w == nil {
+		return
+	}
+	select {
+	case <-w.wake:
+	default:
+	}
+}
+
 // Ready reports whether the waiter's subscription is confirmed.
 func (w *Waiter) Ready() bool {
 	select {

@@ -57,10 +57,7 @@ func (w *wakeup) drain() {
 		return
 	}
 	for _, x := range w.ws {
-		select {
-		case <-x.Wake():
-		default:
-		}
+		x.Drain()
 	}
 }
 
