@@ -213,13 +213,7 @@ func (c *conn) unregister(w *Waiter) {
 		select {
 		case u := <-w.wake:
 			if u.Payload == "" {
-				for _, x := range s.waiters {
-					select {
-					case x.wake <- u:
-						return
-					default:
-					}
-				}
+				s.offer(u)
 			}
 		default:
 		}
@@ -367,6 +361,12 @@ func (c *conn) deliver(channel string, u Wakeup) {
 		}
 		return // handed to a waiter of another client
 	}
+	s.offer(u)
+}
+
+// offer gives a plain wake-up to the first waiter with none pending.
+// Called with the connection's mu held.
+func (s *subscribers) offer(u Wakeup) {
 	for _, w := range s.waiters {
 		select {
 		case w.wake <- u:
