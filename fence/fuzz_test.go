@@ -13,6 +13,7 @@ func FuzzParse(f *testing.F) {
 		"1:h:k", "42:" + h1 + ":orders/17", "9007199254740991:x:a%20b:c%25d%00%C3%A9",
 		"", ":", "::", "0:h:k", "01:h:k", "-1:h:k", "1:h:%41", "1:h:%4", "1:h:a{b}",
 		"18446744073709551616:h:k", "1:h:\xff",
+		"9007199254740991:x:a%20b:c%25d%01%C3%A9", "1:h:%00", "1:h:a%00b", "1:h:%FF", "1:h:%C3", "1:h:%ED%A0%80", "1:h:%C3%A9",
 	} {
 		f.Add(s)
 	}
@@ -30,17 +31,32 @@ func FuzzParse(f *testing.F) {
 		if got := tok.String(); got != s {
 			t.Fatalf("Parse(%q).String() = %q", s, got)
 		}
+		if err := tok.Validate(); err != nil {
+			t.Fatalf("Parse(%q) accepted %+v, which Validate rejects: %v", s, tok, err)
+		}
 	})
 }
 
-// FuzzRoundTrip checks that every valid token survives String then Parse.
+// FuzzRoundTrip checks that every valid token survives String then Parse,
+// and that a token whose only fault is its key (a NUL, invalid UTF-8, a
+// brace...) does not come back from its text form either: the parser
+// rejects what Validate rejects.
 func FuzzRoundTrip(f *testing.F) {
 	f.Add("k", uint64(1), "h")
-	f.Add("a b:c%d\x00é", MaxSeq, h1)
+	f.Add("a b:c%d\té\x01", MaxSeq, h1)
 	f.Add("{x}", uint64(0), "")
+	f.Add("a\x00b", uint64(1), "h")
+	f.Add("a\xffb", uint64(1), "h")
+	f.Add("\xed\xa0\x80", uint64(1), "h")
 	f.Fuzz(func(t *testing.T, key string, seq uint64, holder string) {
 		tok := Token{Key: key, Seq: seq, Holder: holder}
-		if tok.Validate() != nil {
+		if err := tok.Validate(); err != nil {
+			if ValidateKey(key) == nil || (Token{Key: "k", Seq: seq, Holder: holder}).Validate() != nil {
+				return // not (only) the key's fault
+			}
+			if back, perr := Parse(tok.String()); perr == nil {
+				t.Fatalf("Parse(%q) = %+v, but Validate rejects %+v: %v", tok.String(), back, tok, err)
+			}
 			return
 		}
 		back, err := Parse(tok.String())

@@ -58,8 +58,11 @@ func (t *Token) UnmarshalText(b []byte) error {
 
 // Parse reads a token in the form String produces. Anything else (empty,
 // negative, leading zeros, overflow past MaxSeq, a bad holder, a bad escape,
-// a non-canonical escape, or more than MaxTextLen bytes) is an error that
-// wraps ErrMalformed; Parse never returns a partial token with a nil error.
+// a non-canonical escape, a key that ValidateKey rejects, such as one whose
+// escapes spell a NUL or invalid UTF-8, or more than MaxTextLen bytes) is an
+// error that wraps ErrMalformed; Parse never returns a partial token with a
+// nil error. Parse accepts exactly the text forms of the tokens that pass
+// Validate.
 func Parse(s string) (Token, error) {
 	if s == "" {
 		return Token{}, fmt.Errorf("%w: empty", ErrMalformed)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // Limits of a token's fields. They are enforced by [Token.Validate] and
@@ -92,18 +93,47 @@ func (t Token) Validate() error {
 }
 
 // ValidateKey reports why key cannot be a lock name, or nil: it must be
-// 1..MaxKeyLen bytes and must not contain '{' or '}' (the lease puts the
-// name in a Redis Cluster hash tag).
+// 1..MaxKeyLen bytes of valid UTF-8 without NUL bytes, and must not contain
+// '{' or '}' (the lease puts the name in a Redis Cluster hash tag). The key
+// travels to every verifier's storage, and PostgreSQL text holds neither a
+// NUL nor invalid UTF-8: such a key would get a lease but fail every check
+// with a driver error. The error wraps ErrMalformed and, for a NUL or
+// invalid UTF-8, names the offset of the first bad byte.
 func ValidateKey(key string) error {
 	switch {
 	case key == "":
 		return fmt.Errorf("%w: empty key", ErrMalformed)
 	case len(key) > MaxKeyLen:
 		return fmt.Errorf("%w: key is %d bytes, the limit is %d", ErrMalformed, len(key), MaxKeyLen)
-	case strings.ContainsAny(key, "{}"):
+	}
+	if i, what := badText(key); i >= 0 {
+		return fmt.Errorf("%w: key %q has %s at byte %d", ErrMalformed, key, what, i)
+	}
+	if strings.ContainsAny(key, "{}") {
 		return fmt.Errorf("%w: key %q contains a brace", ErrMalformed, key)
 	}
 	return nil
+}
+
+// badText returns the offset of the first byte of s that is a NUL or not
+// part of valid UTF-8, and which of the two it is; -1 and "" if there is
+// none.
+func badText(s string) (int, string) {
+	for i := 0; i < len(s); {
+		if c := s[i]; c < utf8.RuneSelf {
+			if c == 0 {
+				return i, "a NUL byte"
+			}
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && n == 1 {
+			return i, "invalid UTF-8"
+		}
+		i += n
+	}
+	return -1, ""
 }
 
 // ValidateHolder reports why id cannot be a holder id, or nil: it must be

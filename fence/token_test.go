@@ -38,9 +38,9 @@ func TestTextForm(t *testing.T) {
 	tok := Token{Key: "orders/17", Seq: 42, Holder: h1}
 	assert.Equal(t, "42:"+h1+":orders/17", tok.String())
 
-	odd := Token{Key: "a b:c%d\x00é,", Seq: MaxSeq, Holder: "x"}
+	odd := Token{Key: "a b:c%d\x01é,", Seq: MaxSeq, Holder: "x"}
 	s := odd.String()
-	assert.Equal(t, "9007199254740991:x:a%20b:c%25d%00%C3%A9%2C", s, "a comma in a key is escaped")
+	assert.Equal(t, "9007199254740991:x:a%20b:c%25d%01%C3%A9%2C", s, "a comma in a key is escaped")
 	back, err := Parse(s)
 	require.NoError(t, err)
 	assert.Equal(t, odd, back)
@@ -72,6 +72,11 @@ func TestParseRejects(t *testing.T) {
 		"escaped plain":   "1:" + h1 + ":%41",
 		"truncated esc":   "1:" + h1 + ":a%2",
 		"bad esc":         "1:" + h1 + ":a%ZZ",
+		"escaped NUL":     "1:" + h1 + ":a%00b",
+		"escaped 0xFF":    "1:" + h1 + ":a%FF",
+		"cut UTF-8":       "1:" + h1 + ":a%C3",
+		"surrogate":       "1:" + h1 + ":%ED%A0%80",
+		"overlong UTF-8":  "1:" + h1 + ":%C0%AF",
 		"key too long":    "1:" + h1 + ":" + long,
 		"text too long":   strings.Repeat("9", MaxTextLen+1),
 	}
@@ -82,6 +87,42 @@ func TestParseRejects(t *testing.T) {
 			assert.True(t, errors.Is(err, ErrMalformed), "%v", err)
 			assert.True(t, tok.IsZero(), "no partial token on error")
 		})
+	}
+}
+
+func TestValidateKey(t *testing.T) {
+	for _, ok := range []string{
+		"k", "orders/17", "a b:c%d,", "\x01\t\n\x7f", "ümlaut ☃ 𝄞", "\uFFFD", "\uFFFF",
+		strings.Repeat("k", MaxKeyLen), strings.Repeat("é", MaxKeyLen/2),
+	} {
+		assert.NoError(t, ValidateKey(ok), "%q", ok)
+	}
+	for key, msg := range map[string]string{
+		"":                               "empty key",
+		strings.Repeat("k", MaxKeyLen+1): "513 bytes",
+		"{x}":                            "brace",
+		"\x00":                           "a NUL byte at byte 0",
+		"orders\x00":                     "a NUL byte at byte 6",
+		"é\x00{":                         "a NUL byte at byte 2",
+		"\xff":                           "invalid UTF-8 at byte 0",
+		"ab\xc3":                         "invalid UTF-8 at byte 2", // cut short
+		"é\xc3(":                         "invalid UTF-8 at byte 2",
+		"x\xed\xa0\x80":                  "invalid UTF-8 at byte 1", // a UTF-16 surrogate
+		"\xc0\xaf":                       "invalid UTF-8 at byte 0", // overlong '/'
+		"\xf4\x90\x80\x80":               "invalid UTF-8 at byte 0", // past U+10FFFF
+	} {
+		err := ValidateKey(key)
+		require.Error(t, err, "%q", key)
+		assert.ErrorIs(t, err, ErrMalformed, "%q", key)
+		assert.ErrorContains(t, err, msg, "%q", key)
+
+		tok := Token{Key: key, Seq: 1, Holder: h1}
+		assert.ErrorIs(t, tok.Validate(), ErrMalformed, "Validate, %q", key)
+		_, err = tok.MarshalText()
+		assert.ErrorIs(t, err, ErrMalformed, "MarshalText, %q", key)
+		back, err := Parse(tok.String())
+		assert.ErrorIs(t, err, ErrMalformed, "Parse(%q)", tok.String())
+		assert.True(t, back.IsZero())
 	}
 }
 

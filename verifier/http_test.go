@@ -102,6 +102,8 @@ func TestMiddleware(t *testing.T) {
 		"comma, spaced":  {[]string{tok(7, "b") + ", " + tok(8, "b")}, http.StatusBadRequest, "2 comma-separated values"},
 		"foreign lock":   {[]string{verifiertest.TokOf("other", 9, "b").String()}, http.StatusConflict, "bound to lock"},
 		"quote injected": {[]string{`7:b'--:k`}, http.StatusBadRequest, "holder"},
+		"NUL in key":     {[]string{"7:b:verifiertest%00"}, http.StatusBadRequest, "NUL byte at byte 12"},
+		"key not UTF-8":  {[]string{"7:b:verifiertest%FF"}, http.StatusBadRequest, "invalid UTF-8 at byte 12"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			before := calls.Load()
@@ -140,12 +142,14 @@ func TestMiddlewareBadResource(t *testing.T) {
 			return long, nil
 		case "/nul":
 			return "a\x00b", nil
+		case "/utf8":
+			return "a\xffb", nil
 		case "/err":
 			return "", errors.New("no such bucket")
 		}
 		return r.URL.Path, nil
 	}))
-	for path, msg := range map[string]string{"/long": "10240 bytes", "/nul": "NUL", "/err": "no such bucket"} {
+	for path, msg := range map[string]string{"/long": "10240 bytes", "/nul": "NUL", "/utf8": "UTF-8", "/err": "no such bucket"} {
 		r := put(t, srv.URL+path, verifiertest.Tok(1, "a").String())
 		assert.Equal(t, http.StatusBadRequest, r.code, path)
 		assert.Contains(t, r.body["error"], msg, path)

@@ -35,7 +35,10 @@ func RequireForeign(t testing.TB, err error, resource string, tok fence.Token, l
 // ForeignLock checks that a resource is bound to the lock of the first
 // token it accepted: a token of another lock is refused with a
 // *ForeignError whatever its Seq, through Claim and through Write, and
-// changes nothing; the rightful lock goes on as before.
+// changes nothing; the rightful lock goes on as before. A token whose lock
+// name is malformed (a NUL, invalid UTF-8) is refused as malformed
+// (fence.ErrMalformed) before any I/O, not as foreign, and never with the
+// storage's own error about the bytes.
 func ForeignLock(t *testing.T, h Harness) {
 	ctx := t.Context()
 	for _, path := range []string{"Claim", "Write"} {
@@ -63,6 +66,34 @@ func ForeignLock(t *testing.T, h Harness) {
 			requireHighest(t, h, res, 6, "b")
 		})
 	}
+	// A malformed token is malformed whatever lock the resource is bound
+	// to: refused before any I/O with fence.ErrMalformed, never a
+	// *ForeignError and never the storage's complaint about the bytes.
+	t.Run("MalformedKey", func(t *testing.T) {
+		res := Resource(t, "r")
+		require.NoError(t, h.Write(ctx, res, Tok(5, "a")))
+		for name, key := range map[string]string{
+			"NUL":           "other\x00",
+			"NUL only":      "\x00",
+			"invalid UTF-8": "other\xff",
+			"truncated":     "other\xc3",
+		} {
+			tok := TokOf(key, 6, "b")
+			for _, path := range []string{"Claim", "Write"} {
+				var err error
+				if path == "Claim" {
+					err = h.V.Claim(ctx, res, tok)
+				} else {
+					err = h.Write(ctx, res, tok)
+				}
+				require.ErrorIs(t, err, fence.ErrMalformed, "%s, %s", path, name)
+				assert.NotErrorIs(t, err, verifier.ErrForeign, "%s, %s", path, name)
+				assert.NotErrorIs(t, err, verifier.ErrStale, "%s, %s", path, name)
+			}
+		}
+		requireHighest(t, h, res, 5, "a")
+		assert.Equal(t, 1, logLen(t, h, res), "no malformed write landed")
+	})
 	// The case that made binding necessary: a token of a busy lock (Seq 42)
 	// claims a resource first; the resource's rightful lock starts at 1.
 	// Compared by Seq, the rightful lock would be stale forever.
@@ -120,10 +151,13 @@ func Move(t *testing.T, h Harness) {
 	require.NoError(t, h.V.Claim(ctx, fresh, TokOf("next", 1, "a")))
 
 	for name, args := range map[string][3]string{
-		"same lock":      {res, "next", "next"},
-		"empty from":     {res, "", "next"},
-		"brace in to":    {res, "next", "{x}"},
-		"empty resource": {"", "next", "other"},
+		"same lock":             {res, "next", "next"},
+		"empty from":            {res, "", "next"},
+		"brace in to":           {res, "next", "{x}"},
+		"NUL in to":             {res, "next", "other\x00"},
+		"invalid UTF-8 in from": {res, "next\xff", "other"},
+		"NUL in resource":       {res + "\x00", "next", "other"},
+		"empty resource":        {"", "next", "other"},
 	} {
 		err := m.Move(ctx, args[0], args[1], args[2])
 		assert.True(t, errors.Is(err, verifier.ErrInvalid) || errors.Is(err, verifier.ErrInvalidResource),

@@ -187,12 +187,18 @@ func Invalid(t *testing.T, h Harness) {
 		"holder with NUL":  Tok(9, "x\x00"),
 		"empty key":        {Seq: 9, Holder: "z"},
 		"key with braces":  {Key: "{x}", Seq: 9, Holder: "z"},
+		// PostgreSQL text holds neither: a verifier that sent them would
+		// get a driver error (SQLSTATE 22021), not a refusal.
+		"key with NUL":            {Key: Lock + "\x00", Seq: 9, Holder: "z"},
+		"key of invalid UTF-8":    {Key: Lock + "\xff", Seq: 9, Holder: "z"},
+		"key of a lone surrogate": {Key: Lock + "\xed\xa0\x80", Seq: 9, Holder: "z"},
 	}
 	for name, tok := range badTokens {
 		t.Run("token/"+name, func(t *testing.T) {
 			err := h.V.Claim(ctx, res, tok)
 			require.ErrorIs(t, err, fence.ErrMalformed)
 			assert.NotErrorIs(t, err, verifier.ErrStale)
+			assert.NotErrorIs(t, err, verifier.ErrForeign)
 			require.ErrorIs(t, h.Write(ctx, res, tok), fence.ErrMalformed)
 			requireHighest(t, h, res, 5, "a")
 			assert.Equal(t, 1, logLen(t, h, res))
