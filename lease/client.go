@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -14,7 +15,7 @@ import (
 	"github.com/fencelock/fencelock/internal/isnil"
 	"github.com/fencelock/fencelock/internal/lifetime"
 	"github.com/fencelock/fencelock/internal/notify"
-	"github.com/fencelock/fencelock/internal/script"
+	"github.com/fencelock/fencelock/internal/protocol"
 	"github.com/fencelock/fencelock/observe"
 )
 
@@ -28,9 +29,11 @@ import (
 // Cluster with sharded pub/sub (Redis 7 and later) they use SSUBSCRIBE
 // instead, with one connection per master that serves a waited-for lock.
 type Client struct {
-	rdb    redis.UniversalClient
-	cfg    config
-	notify *notify.Notifier
+	rdb     redis.UniversalClient
+	cfg     config
+	notify  *notify.Notifier
+	pending lifetime.Pending // background cleanups, which Close waits for
+	closed  atomic.Bool
 }
 
 // New returns a Client that uses rdb. It rejects a nil rdb (a typed nil
@@ -62,12 +65,32 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Client, error) {
 	return &Client{rdb: rdb, cfg: cfg, notify: notify.New(rdb)}, nil
 }
 
+// Close waits, until ctx ends, for the client's background cleanups: a
+// waiter that gave up leaving the fair queue (and passing on a lock handed
+// to it meanwhile), a release after a lost reply. A process that exits
+// right after an Acquire ended, as on a signal, calls it so that it does
+// not leave its ticket behind, and the lock is not handed to a process that
+// is gone. Afterwards Acquire and TryAcquire fail with ErrInvalid; leases
+// already held keep working. Close does not close the Redis client, and
+// its error is ctx's when cleanups were still running. Closing twice is
+// fine.
+func (c *Client) Close(ctx context.Context) error {
+	if c == nil {
+		return fmt.Errorf("%w: nil client", ErrInvalid)
+	}
+	if ctx == nil {
+		return fmt.Errorf("%w: nil context", ErrInvalid)
+	}
+	c.closed.Store(true)
+	return c.pending.Wait(ctx)
+}
+
 // TryAcquire tries once to take lock name for ttl. When another holder has
 // it, the error wraps ErrNotAcquired (and is a *HeldError telling for how
 // much longer).
 func (c *Client) TryAcquire(ctx context.Context, name string, ttl time.Duration, opts ...AcquireOption) (*Lease, error) {
 	return c.observed(ctx, name, ttl, false, func(ctx context.Context, p *emit.Progress) (*Lease, error) {
-		req, err := c.newRequest(name, ttl, opts)
+		req, err := c.newRequest(ctx, name, ttl, opts)
 		if err != nil {
 			return nil, err
 		}
@@ -77,7 +100,7 @@ func (c *Client) TryAcquire(ctx context.Context, name string, ttl time.Duration,
 			return nil, err
 		}
 		if l == nil {
-			return nil, &HeldError{Name: name, Remaining: res.PTTL}
+			return nil, &HeldError{Name: name, Remaining: res.PTTL, Queued: res.Outcome == protocol.Reserved}
 		}
 		return l, nil
 	})
@@ -95,14 +118,19 @@ func (c *Client) observed(ctx context.Context, name string, ttl time.Duration, w
 	return emit.Acquire(h, ctx, e, ErrNotAcquired, run)
 }
 
-// HeldError is returned by TryAcquire when another holder has the lock. It
+// HeldError is returned by TryAcquire when another holder has the lock, or
+// when a fair lock is free but reserved for the waiters queued ahead. It
 // wraps ErrNotAcquired.
 type HeldError struct {
 	Name      string
-	Remaining time.Duration // the holder's remaining ttl; <= 0 when unknown
+	Remaining time.Duration // the holder's remaining ttl; <= 0 when unknown or Queued
+	Queued    bool          // free, but reserved for fair waiters queued ahead
 }
 
 func (e *HeldError) Error() string {
+	if e.Queued {
+		return fmt.Sprintf("lease: not acquired: %q is reserved for the waiters queued ahead", e.Name)
+	}
 	return fmt.Sprintf("lease: not acquired: %q is held by another holder for %v", e.Name, e.Remaining)
 }
 
@@ -111,16 +139,20 @@ func (e *HeldError) Unwrap() error { return ErrNotAcquired }
 
 // request is one validated acquisition.
 type request struct {
-	name string
-	keys script.Keys
-	ttl  time.Duration
-	args script.AcquireArgs
-	opt  acquireConfig
+	name      string
+	keys      protocol.Keys
+	ttl       time.Duration
+	try       protocol.Try
+	reacquire bool // WithHolder: the holder may have had the lock before the call
+	opt       acquireConfig
 }
 
-func (c *Client) newRequest(name string, ttl time.Duration, opts []AcquireOption) (request, error) {
-	if c == nil || c.rdb == nil {
-		return request{}, fmt.Errorf("%w: nil client", ErrInvalid)
+func (c *Client) newRequest(ctx context.Context, name string, ttl time.Duration, opts []AcquireOption) (request, error) {
+	if err := c.usable(ctx); err != nil {
+		return request{}, err
+	}
+	if c.closed.Load() {
+		return request{}, fmt.Errorf("%w: the client is closed", ErrInvalid)
 	}
 	if err := fence.ValidateKey(name); err != nil {
 		return request{}, fmt.Errorf("%w: %w", ErrInvalid, err)
@@ -149,30 +181,30 @@ func (c *Client) newRequest(name string, ttl time.Duration, opts []AcquireOption
 		ac.holder = uuid.NewString()
 	}
 	return request{
-		name: name,
-		keys: script.KeysFor(c.cfg.prefix, name),
-		ttl:  ttl,
-		opt:  ac,
-		args: script.AcquireArgs{
-			Holder:     ac.holder,
-			TTL:        ttl,
-			ClockFloor: c.cfg.clockFloor,
-			CounterTTL: c.cfg.counterTTL,
-			Reacquire:  reacquire,
-			Fair:       c.cfg.fair,
-			TicketTTL:  ticketTTL,
-		},
+		name:      name,
+		keys:      protocol.KeysFor(c.cfg.prefix, name),
+		ttl:       ttl,
+		opt:       ac,
+		reacquire: reacquire,
+		try:       protocol.Try{Holder: ac.holder, TTL: ttl, Counter: c.counter(), Fair: c.cfg.fair},
 	}, nil
+}
+
+// counter is how the client keeps counters.
+func (c *Client) counter() protocol.Counter {
+	return protocol.Counter{TTL: c.cfg.counterTTL, ClockFloor: c.cfg.clockFloor}
+}
+
+// release is how holder lets go of a lock of this client.
+func (c *Client) release(holder string) protocol.Release {
+	return protocol.Release{Holder: holder, Fair: c.cfg.fair, Counter: c.counter(), PubSub: c.notify.PubSub()}
 }
 
 // try runs the acquire script once. It returns a lease when acquired, a nil
 // lease and the script's result when the lock is held, or an error.
-func (c *Client) try(ctx context.Context, req request) (*Lease, script.AcquireResult, error) {
-	if ctx == nil {
-		return nil, script.AcquireResult{}, fmt.Errorf("%w: nil context", ErrInvalid)
-	}
+func (c *Client) try(ctx context.Context, req request) (*Lease, protocol.TryResult, error) {
 	if lifetime.Ended(ctx) != nil {
-		return nil, script.AcquireResult{}, notAcquired(ctx, req.name, nil)
+		return nil, protocol.TryResult{}, notAcquired(ctx, req.name, nil)
 	}
 	start := time.Now()
 	res, err := c.acquire(ctx, req)
@@ -181,7 +213,7 @@ func (c *Client) try(ctx context.Context, req request) (*Lease, script.AcquireRe
 		// run; c.acquire released what it knows it took (ErrNotReplicated,
 		// a failed WAIT); and a re-acquire must not delete a lock its
 		// holder may have had before the call.
-		if script.MayHaveRun(err) && !errors.Is(err, errReleased) && !req.args.Reacquire {
+		if protocol.MayHaveRun(err) && !errors.Is(err, errReleased) && !req.reacquire {
 			c.releaseAfterLostReply(ctx, req)
 		}
 		if lifetime.Ended(ctx) != nil {
@@ -189,37 +221,45 @@ func (c *Client) try(ctx context.Context, req request) (*Lease, script.AcquireRe
 		}
 		return nil, res, fmt.Errorf("lease: acquire %q: %w", req.name, err)
 	}
-	if !res.Acquired {
+	if !res.Got() {
 		return nil, res, nil
 	}
-	tok := fence.Token{Key: req.name, Seq: res.Seq, Holder: req.args.Holder}
+	if lifetime.Ended(ctx) != nil {
+		// A client that does not honour deadlines let the reply in after
+		// ctx ended: the caller has gone, so the lock must not stay taken.
+		if !req.reacquire {
+			c.releaseAfterLostReply(ctx, req)
+		}
+		return nil, protocol.TryResult{}, notAcquired(ctx, req.name, nil)
+	}
+	tok := fence.Token{Key: req.name, Seq: res.Seq, Holder: req.try.Holder}
 	return newLease(c, req, tok, start), res, nil
 }
 
 // acquire runs the acquire script, followed by WAIT when replica
 // acknowledgement is on.
-func (c *Client) acquire(ctx context.Context, req request) (script.AcquireResult, error) {
+func (c *Client) acquire(ctx context.Context, req request) (protocol.TryResult, error) {
 	if c.cfg.replicas == 0 {
-		return script.Acquire(ctx, c.rdb, req.keys, req.args)
+		return protocol.Acquire(ctx, c.rdb, req.keys, req.try)
 	}
-	var node script.Pipeliner = c.rdb
+	var node protocol.Pipeliner = c.rdb
 	if cc, ok := c.rdb.(*redis.ClusterClient); ok {
 		// WAIT has no key: send it down the connection of the lock's master.
 		n, err := cc.MasterForKey(ctx, req.keys.Lock)
 		if err != nil {
-			return script.AcquireResult{}, err
+			return protocol.TryResult{}, err
 		}
 		node = n
 	}
-	res, acked, err := script.AcquireAcked(ctx, node, req.keys, req.args, c.cfg.replicas, c.cfg.ackTimeout)
-	if err != nil && res.Acquired { // the script took the lock, WAIT failed
-		return script.AcquireResult{}, errors.Join(err, errReleased, c.releaseAfterLostReply(ctx, req))
+	res, acked, err := protocol.AcquireAcked(ctx, node, req.keys, req.try, c.cfg.replicas, c.cfg.ackTimeout)
+	if err != nil && res.Got() { // the script took the lock, WAIT failed
+		return protocol.TryResult{}, errors.Join(err, errReleased, c.releaseAfterLostReply(ctx, req))
 	}
-	if err != nil || !res.Acquired || acked >= int64(c.cfg.replicas) {
+	if err != nil || !res.Got() || acked >= int64(c.cfg.replicas) {
 		return res, err
 	}
 	relErr := c.releaseAfterLostReply(ctx, req)
-	return script.AcquireResult{}, errors.Join(&notReplicatedError{
+	return protocol.TryResult{}, errors.Join(&notReplicatedError{
 		name: req.name, seq: res.Seq, acked: acked, want: c.cfg.replicas, timeout: c.cfg.ackTimeout,
 	}, errReleased, relErr)
 }
@@ -263,8 +303,8 @@ func notAcquired(ctx context.Context, name string, cause error) error {
 // in the background, so the caller returns at its deadline. If it fails for
 // good, the lock expires after its ttl.
 func (c *Client) releaseAfterLostReply(ctx context.Context, req request) error {
-	return lifetime.Detach(ctx, releaseTimeout, lifetime.CleanupBound(req.ttl), func(ctx context.Context) error {
-		_, err := script.Leave(ctx, c.rdb, req.keys, req.args.Holder, req.args)
+	return c.pending.Detach(ctx, releaseTimeout, lifetime.CleanupBound(req.ttl), func(ctx context.Context) error {
+		_, err := protocol.Leave(ctx, c.rdb, req.keys, c.release(req.try.Holder), true)
 		return err
 	})
 }

@@ -28,7 +28,7 @@ func TestCluster(t *testing.T) {
 	t.Run("names on every master", func(t *testing.T) {
 		masters := map[string]bool{}
 		for i := 0; i < 30; i++ {
-			n := fmt.Sprintf("cluster-%d", i)
+			n := counting(t, rdb, fmt.Sprintf("cluster-%d", i))
 			l, err := c.TryAcquire(ctx, n, time.Minute)
 			require.NoError(t, err)
 			assert.Equal(t, uint64(1), l.Token().Seq)
@@ -52,7 +52,7 @@ func TestCluster(t *testing.T) {
 	})
 
 	t.Run("mutual exclusion", func(t *testing.T) {
-		mutualExclusion(t, c, "cluster-mutex", 8, 20)
+		mutualExclusion(t, c, counting(t, rdb, "cluster-mutex"), 8, 20)
 	})
 
 	t.Run("waiter wakes on release", func(t *testing.T) {

@@ -196,7 +196,7 @@ func TestRefreshAndReleaseAreSerialised(t *testing.T) {
 func TestInterface(t *testing.T) {
 	c := countingClient(t)
 	var li lease.Interface
-	l, err := c.TryAcquire(t.Context(), name(t), time.Minute)
+	l, err := c.TryAcquire(t.Context(), counting(t, shared, name(t)), time.Minute)
 	require.NoError(t, err)
 	li = l
 	assert.Equal(t, l.Token(), li.Token())

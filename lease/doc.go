@@ -24,11 +24,38 @@
 // Redis keys, for lock NAME and the default prefix "fencelock:":
 //
 //	fencelock:{NAME}          "holder:seq", with the lease's ttl
-//	fencelock:{NAME}:fence    the counter (never expires unless WithCounterTTL)
+//	fencelock:{NAME}:fence    the counter (expires after WithCounterTTL, 1h by default)
+//	fencelock:{NAME}:queue    fair waiters by arrival; expires 2s after the last ticket
+//	fencelock:{NAME}:tickets  fair waiters' tickets; likewise
 //	fencelock:{NAME}:release  pub/sub channel, one message per release
 //
-// Redis replication is asynchronous and a Redis without persistence forgets
-// the counter on restart, so a counter can go backwards. The verifier's
-// conflict rule keeps the data safe then; [Client.Advance] and
-// [WithClockFloor] restore progress.
+// # The counter rule
+//
+// Tokens of one lock never go back because its counter is missing. A
+// missing counter (expired, evicted, or lost in a restart without
+// persistence) starts again at the Redis server's clock in microseconds,
+// and a counter lifted above that clock (by [Client.Advance],
+// [Lease.Reissue] or a Redlock write-back) keeps a ttl until the clock has
+// passed it. So the next token is above every token issued before,
+// whatever lifted the counter and whatever WithCounterTTL each client of
+// the lock uses. Tokens look like timestamps: about 1.8e15 today, below
+// 2^53.
+//
+// Its limits: the server's clock must not step back by more than the time
+// that passed since the counter's last write (a failover to a server whose
+// clock is behind, a clock set back by hand); a restart without
+// persistence forgets a counter lifted above the clock; and a failover to
+// a replica that missed the last increments gives a counter that exists
+// but is behind ([WithClockFloor] covers that). The verifier's conflict
+// rule keeps the data safe in those cases, and [Client.Advance] or
+// heal.Write restores progress. lease/redlock's counters follow the same
+// rule on each node.
+//
+// # Waiting, fairness and liveness
+//
+// A lock whose holder and waiters are all gone is free again within the
+// lease's ttl, plus 2s (a fair waiter's ticket lifetime) when a waiter
+// died while queued: the lock may be handed to it once. A waiter that
+// gives up (its context ends) leaves the queue in the background; a
+// process that exits right after calls [Client.Close] first.
 package lease

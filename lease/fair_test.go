@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/fencelock/fencelock/internal/script"
+	"github.com/fencelock/fencelock/internal/protocol"
 	"github.com/fencelock/fencelock/internal/testenv"
 	"github.com/fencelock/fencelock/lease"
 )
@@ -20,7 +20,7 @@ import (
 // queued returns how many waiters are in lock n's fair queue.
 func queued(t *testing.T, rdb redis.UniversalClient, n string) int64 {
 	t.Helper()
-	c, err := rdb.ZCard(t.Context(), script.KeysFor("fencelock:", n).Queue).Result()
+	c, err := rdb.ZCard(t.Context(), protocol.KeysFor("fencelock:", n).Queue).Result()
 	require.NoError(t, err)
 	return c
 }
@@ -92,7 +92,7 @@ func TestFairTryDoesNotJumpTheQueue(t *testing.T) {
 	waitQueued(t, shared, n, 1)
 	// Free the lock without a handoff (as if it expired): the queue still
 	// reserves it for the waiter.
-	require.NoError(t, shared.Del(ctx, script.KeysFor("fencelock:", n).Lock).Err())
+	require.NoError(t, shared.Del(ctx, protocol.KeysFor("fencelock:", n).Lock).Err())
 	_, err = c.TryAcquire(ctx, n, time.Minute)
 	assert.ErrorIs(t, err, lease.ErrNotAcquired, "a try caller does not jump the queue")
 	var held *lease.HeldError
@@ -103,7 +103,7 @@ func TestFairTryDoesNotJumpTheQueue(t *testing.T) {
 		require.NoError(t, err)
 		assert.NotEqual(t, holder.Holder(), info.Holder, "held by the waiter")
 	} else if held != nil {
-		assert.Negative(t, held.Remaining, "refused for the queue, not for a holder's ttl")
+		assert.True(t, held.Queued, "refused for the queue, not for a holder's ttl")
 	}
 	w := <-got
 	require.NotNil(t, w)
@@ -154,12 +154,12 @@ func TestFairKilledWaiter(t *testing.T) {
 	c := newClient(t)
 	ctx := t.Context()
 	n := name(t)
-	keys := script.KeysFor("fencelock:", n)
+	keys := protocol.KeysFor("fencelock:", n)
 	// dead queues a waiter the way a waiting Acquire does, and then never
 	// renews its ticket: what a killed process leaves behind.
 	dead := func(holder string, ttl time.Duration) {
-		_, err := script.Acquire(ctx, shared, keys, script.AcquireArgs{Holder: holder, TTL: ttl,
-			Fair: true, TicketTTL: 2 * time.Second, Enqueue: true})
+		_, err := protocol.Acquire(ctx, shared, keys, protocol.Try{Holder: holder, TTL: ttl,
+			Counter: protocol.Counter{TTL: lease.DefaultCounterTTL}, Fair: true, Attempt: protocol.NewAttempt()})
 		require.NoError(t, err)
 	}
 
@@ -302,7 +302,7 @@ func TestFairCluster(t *testing.T) {
 // get the lock, one release at a time.
 func TestUnfairWakesAndBarges(t *testing.T) {
 	c := countingClient(t, lease.WithFair(false))
-	n := name(t)
+	n := counting(t, shared, name(t))
 	mutualExclusion(t, c, n, 8, 20)
 	assert.Zero(t, queued(t, shared, n), "no queue")
 }
@@ -333,8 +333,8 @@ func TestWaiterWithoutSubscription(t *testing.T) {
 		}()
 		waitQueued(t, rdb, n, 1)
 		require.Eventually(t, func() bool {
-			m, err := admin.PubSubNumSub(ctx, script.KeysFor("fencelock:", n).Channel).Result()
-			return err == nil && m[script.KeysFor("fencelock:", n).Channel] == 1
+			m, err := admin.PubSubNumSub(ctx, protocol.KeysFor("fencelock:", n).Channel).Result()
+			return err == nil && m[protocol.KeysFor("fencelock:", n).Channel] == 1
 		}, 5*time.Second, 2*time.Millisecond, "round %d: subscribed", round)
 		if round == 0 {
 			killed, err := admin.ClientKillByFilter(ctx, "TYPE", "pubsub").Result()

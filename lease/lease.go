@@ -7,7 +7,7 @@ import (
 
 	"github.com/fencelock/fencelock/fence"
 	"github.com/fencelock/fencelock/internal/lifetime"
-	"github.com/fencelock/fencelock/internal/script"
+	"github.com/fencelock/fencelock/internal/protocol"
 	"github.com/fencelock/fencelock/observe"
 )
 
@@ -49,13 +49,27 @@ var _ Interface = (*Lease)(nil)
 // or on Release; after that the lease is over for good and Err says why.
 // Refresh, Release and Reissue are serialised. Methods are safe for
 // concurrent use.
+//
+// Methods on a nil *Lease do no I/O: Release, Refresh, Reissue and Err
+// return an error wrapping ErrInvalid, Held is false and Done is closed, so
+// that a Release deferred before the acquire's error was checked is safe.
 type Lease struct {
 	life *lifetime.Life
 }
 
+// nilLife is the lifetime of a nil *Lease.
+var nilLife = lifetime.Nil(lifetime.Config{Lost: ErrLost, Released: ErrReleased, Invalid: ErrInvalid})
+
+func (l *Lease) lf() *lifetime.Life {
+	if l == nil {
+		return nilLife
+	}
+	return l.life
+}
+
 // newLease starts the lifetime of an acquisition that began at start.
 func newLease(c *Client, req request, tok fence.Token, start time.Time) *Lease {
-	b := &backend{c: c, keys: req.keys, tok: tok, args: req.args}
+	b := &backend{c: c, keys: req.keys, tok: tok}
 	cfg := c.lifeConfig(req.ttl, req.opt.interval)
 	return &Lease{life: lifetime.Start(b, tok, start, req.ttl, cfg)}
 }
@@ -69,35 +83,35 @@ func (c *Client) lifeConfig(ttl, keepAlive time.Duration) lifetime.Config {
 
 // Token returns the fencing token of this acquisition (or of its last
 // Reissue).
-func (l *Lease) Token() fence.Token { return l.life.Token() }
+func (l *Lease) Token() fence.Token { return l.lf().Token() }
 
 // Name returns the lock name.
-func (l *Lease) Name() string { return l.life.Token().Key }
+func (l *Lease) Name() string { return l.lf().Token().Key }
 
 // Holder returns the holder id, to save for a re-acquire after a restart
 // (see WithHolder).
-func (l *Lease) Holder() string { return l.life.Token().Holder }
+func (l *Lease) Holder() string { return l.lf().Token().Holder }
 
 // Deadline returns the local deadline: past it, the lease must be taken as
 // lost even if Redis has not expired the key yet.
-func (l *Lease) Deadline() time.Time { return l.life.Deadline() }
+func (l *Lease) Deadline() time.Time { return l.lf().Deadline() }
 
 // Done returns a channel that closes when the lease ends: its deadline
 // passed, a refresh found the lock gone, or it was released.
-func (l *Lease) Done() <-chan struct{} { return l.life.Done() }
+func (l *Lease) Done() <-chan struct{} { return l.lf().Done() }
 
 // Context returns a context that is cancelled when the lease ends, whose
 // context.Cause is Err. Run the work the lease protects under it (or a
 // context merged with it) so that it stops when the lease is lost.
-func (l *Lease) Context() context.Context { return l.life.Context() }
+func (l *Lease) Context() context.Context { return l.lf().Context() }
 
 // Err returns nil while the lease is held; afterwards an error that wraps
 // ErrLost (deadline passed, lock gone) or ErrReleased.
-func (l *Lease) Err() error { return l.life.Err() }
+func (l *Lease) Err() error { return l.lf().Err() }
 
 // Held reports whether the lease is still held by the local clock. A true
 // answer is only a hint: the resource must check the token.
-func (l *Lease) Held() bool { return l.life.Held() }
+func (l *Lease) Held() bool { return l.lf().Held() }
 
 // Refresh extends the lease to ttl from now if this holder still has the
 // lock: the new deadline is the start of the refresh + ttl − drift. When it
@@ -106,7 +120,7 @@ func (l *Lease) Held() bool { return l.life.Held() }
 // returns its Err without I/O. ttl must leave validity after the drift
 // allowance, as at acquire.
 func (l *Lease) Refresh(ctx context.Context, ttl time.Duration) error {
-	return l.life.Refresh(ctx, ttl)
+	return l.lf().Refresh(ctx, ttl)
 }
 
 // Release deletes the lock if this holder still has it, and wakes a waiter.
@@ -115,7 +129,7 @@ func (l *Lease) Refresh(ctx context.Context, ttl time.Duration) error {
 // Release, stop using its token. Releasing again returns nil without I/O,
 // whatever the first call found; a lost lease is still released once (its
 // key may outlive the local deadline).
-func (l *Lease) Release(ctx context.Context) error { return l.life.Release(ctx) }
+func (l *Lease) Release(ctx context.Context) error { return l.lf().Release(ctx) }
 
 // Reissue gives this lease a new token, greater than both the lock's
 // counter and floor, without letting go of the lock, and returns it. Use it
@@ -126,19 +140,18 @@ func (l *Lease) Release(ctx context.Context) error { return l.life.Release(ctx) 
 // (the counter is still lifted to floor, so the next holder gets a larger
 // token).
 func (l *Lease) Reissue(ctx context.Context, floor uint64) (fence.Token, error) {
-	return l.life.Reissue(ctx, floor)
+	return l.lf().Reissue(ctx, floor)
 }
 
 // backend is the single-Redis side of a lease's lifetime.
 type backend struct {
 	c    *Client
-	keys script.Keys
-	tok  fence.Token        // Key and Holder; Seq is the lifetime's
-	args script.AcquireArgs // how the lock was taken: a release hands it on alike
+	keys protocol.Keys
+	tok  fence.Token // Key and Holder; Seq is the lifetime's
 }
 
 func (b *backend) Refresh(ctx context.Context, ttl time.Duration) error {
-	ok, err := script.Refresh(ctx, b.c.rdb, b.keys, b.tok.Holder, ttl)
+	ok, err := protocol.Refresh(ctx, b.c.rdb, b.keys, b.tok.Holder, ttl)
 	if err != nil {
 		return fmt.Errorf("lease: refresh %q: %w", b.tok.Key, err)
 	}
@@ -149,7 +162,7 @@ func (b *backend) Refresh(ctx context.Context, ttl time.Duration) error {
 }
 
 func (b *backend) Release(ctx context.Context) error {
-	ok, err := script.ReleaseFair(ctx, b.c.rdb, b.keys, b.tok.Holder, b.args)
+	ok, err := protocol.Unlock(ctx, b.c.rdb, b.keys, b.c.release(b.tok.Holder))
 	if err != nil {
 		return fmt.Errorf("lease: release %q: %w", b.tok.Key, err)
 	}
@@ -160,7 +173,7 @@ func (b *backend) Release(ctx context.Context) error {
 }
 
 func (b *backend) Reissue(ctx context.Context, floor uint64) (uint64, error) {
-	seq, err := script.Reissue(ctx, b.c.rdb, b.keys, b.tok.Holder, floor)
+	seq, err := protocol.Reissue(ctx, b.c.rdb, b.keys, b.tok.Holder, floor, b.c.counter())
 	if err != nil {
 		return 0, fmt.Errorf("lease: reissue %q: %w", b.tok.Key, err)
 	}

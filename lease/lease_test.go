@@ -19,7 +19,7 @@ import (
 
 func TestMutualExclusion(t *testing.T) {
 	c := countingClient(t)
-	mutualExclusion(t, c, name(t), 16, 40)
+	mutualExclusion(t, c, counting(t, shared, name(t)), 16, 40)
 }
 
 // mutualExclusion runs workers × rounds waiting acquisitions of one lock
@@ -78,7 +78,7 @@ func mutualExclusion(t *testing.T, c *lease.Client, lock string, workers, rounds
 
 func TestTryAcquireHeld(t *testing.T) {
 	c := countingClient(t)
-	n := name(t)
+	n := counting(t, shared, name(t))
 	a, err := c.TryAcquire(t.Context(), n, time.Minute)
 	require.NoError(t, err)
 	assert.Equal(t, fence.Token{Key: n, Seq: 1, Holder: a.Holder()}, a.Token())
@@ -226,7 +226,7 @@ func TestWaiterAfterExpiry(t *testing.T) {
 
 func TestAcquireContextEnds(t *testing.T) {
 	c := countingClient(t)
-	n := name(t)
+	n := counting(t, shared, name(t))
 	a, err := c.TryAcquire(t.Context(), n, time.Minute)
 	require.NoError(t, err)
 	defer a.Release(context.Background())
@@ -250,7 +250,7 @@ func TestAcquireContextEnds(t *testing.T) {
 
 func TestReacquireWithHolder(t *testing.T) {
 	c := countingClient(t)
-	n := name(t)
+	n := counting(t, shared, name(t))
 	a, err := c.TryAcquire(t.Context(), n, 10*time.Second)
 	require.NoError(t, err)
 
@@ -275,7 +275,7 @@ func TestReacquireWithHolder(t *testing.T) {
 
 func TestInspectAndAdvance(t *testing.T) {
 	c := countingClient(t)
-	n := name(t)
+	n := counting(t, shared, name(t))
 	info, err := c.Inspect(t.Context(), n)
 	require.NoError(t, err)
 	assert.Equal(t, lease.Info{Name: n}, info, "a lock never used")
@@ -372,6 +372,7 @@ func TestLostReplyReleases(t *testing.T) {
 	rdb.AddHook(&lostReply{})
 	c, err := lease.New(rdb, lease.WithCounterTTL(0))
 	require.NoError(t, err)
+	counting(t, rdb, "k")
 	_, err = c.TryAcquire(t.Context(), "k", time.Hour)
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 
@@ -436,6 +437,7 @@ func TestScriptFlushSurvived(t *testing.T) {
 	c, err := lease.New(rdb, lease.WithCounterTTL(0))
 	require.NoError(t, err)
 	ctx := t.Context()
+	counting(t, rdb, "k")
 	for i := 0; i < 3; i++ {
 		l, err := c.TryAcquire(ctx, "k", time.Minute)
 		require.NoError(t, err)

@@ -20,6 +20,9 @@ import (
 var shared redis.UniversalClient
 
 func TestMain(m *testing.M) {
+	if code, ok := processChild(); ok { // a child process of process_test.go
+		os.Exit(code)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	rdb, stop, err := testenv.RedisOrStart(ctx)
 	cancel()

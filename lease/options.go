@@ -48,7 +48,8 @@ func defaultConfig() config {
 //
 // A fair waiter's ticket lives 2s without renewal (a waiter renews it with
 // every try), so a waiter that died drops out within 2s; but a lock handed
-// to it just before it died stays taken until its ttl runs out. All clients
+// to it just before it died stays taken until its ttl runs out. A waiter
+// that gives up takes its ticket with it (see [Client.Close]). All clients
 // of one lock name must agree on this option.
 func WithFair(on bool) Option {
 	return func(c *config) error { c.fair = on; return nil }
@@ -99,7 +100,7 @@ func WithBackoff(min, max time.Duration) Option {
 // keep growing even when the counter went backwards while it still exists
 // (a failover to a replica that missed the last increments), as long as the
 // serving Redis clock is not behind the old one. A missing counter starts
-// from the clock anyway when counters expire (see WithCounterTTL). Off by
+// from the clock anyway (see the counter rule in the package doc). Off by
 // default.
 func WithClockFloor(on bool) Option {
 	return func(c *config) error { c.clockFloor = on; return nil }
@@ -109,20 +110,16 @@ func WithClockFloor(on bool) Option {
 // acquire unless WithCounterTTL says otherwise.
 const DefaultCounterTTL = time.Hour
 
-// WithCounterTTL sets the ttl of counter keys, refreshed on every acquire,
-// so that many one-off lock names do not leave counters behind forever. A
-// counter that may expire starts, whenever it is missing (expired, or lost
-// in a restart without persistence or an eviction), from the server's clock
-// in microseconds: above every token it issued before, as long as the
-// server's clock did not step back by more than the time that passed.
-// Tokens then look like timestamps (about 1.8e15 today, well below 2^53).
+// WithCounterTTL sets the ttl of counter keys, refreshed on every write,
+// so that many one-off lock names do not leave counters behind forever.
+// A missing counter starts again from the server's clock, so tokens keep
+// growing (see the counter rule in the package doc). Clients of one lock
+// may use different values: the rule holds for any mix.
 //
-// The default is DefaultCounterTTL (1h). Zero keeps counters forever and
-// counts tokens 1, 2, 3...; a lost counter then starts again at 1, and the
-// verifier refuses the new holders until heal.Write or Advance lifts it.
-// The other keys of a lock never outlive it: the lock key is deleted on
-// release or expires with the lease, and a fair lock's queue expires 2s
-// after its last waiter.
+// The default is DefaultCounterTTL (1h). Zero keeps counters forever. The
+// other keys of a lock never outlive it: the lock key is deleted on release
+// or expires with the lease, and a fair lock's queue expires 2s after its
+// last waiter.
 func WithCounterTTL(d time.Duration) Option {
 	return func(c *config) error {
 		if d < 0 || (d > 0 && d < time.Millisecond) {

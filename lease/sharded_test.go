@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/fencelock/fencelock/internal/script"
+	"github.com/fencelock/fencelock/internal/protocol"
 	"github.com/fencelock/fencelock/internal/testenv"
 	"github.com/fencelock/fencelock/lease"
 )
@@ -27,7 +27,7 @@ func clusterNames(t *testing.T, rdb *redis.ClusterClient, masters, perMaster int
 	for i, full := 0, 0; full < masters; i++ {
 		require.Less(t, i, 10000, "names for every master")
 		n := fmt.Sprintf("%s-%d", t.Name(), i)
-		key := script.KeysFor("fencelock:", n).Lock
+		key := protocol.KeysFor("fencelock:", n).Lock
 		slot, err := rdb.ClusterKeySlot(ctx, key).Result()
 		require.NoError(t, err)
 		node, err := rdb.MasterForKey(ctx, key)
@@ -49,7 +49,7 @@ func clusterNames(t *testing.T, rdb *redis.ClusterClient, masters, perMaster int
 // channel on the master at addr.
 func shardSubs(t *testing.T, rdb *redis.ClusterClient, addr, n string) (sharded, classic int64) {
 	t.Helper()
-	ch := script.KeysFor("fencelock:", n).Channel
+	ch := protocol.KeysFor("fencelock:", n).Channel
 	node := masterAt(t, rdb, addr)
 	s, err := node.PubSubShardNumSub(t.Context(), ch).Result()
 	require.NoError(t, err)

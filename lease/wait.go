@@ -2,15 +2,13 @@ package lease
 
 import (
 	"context"
-	"errors"
 	"math/rand/v2"
 	"time"
 
 	"github.com/fencelock/fencelock/fence"
 	"github.com/fencelock/fencelock/internal/emit"
 	"github.com/fencelock/fencelock/internal/lifetime"
-	"github.com/fencelock/fencelock/internal/notify"
-	"github.com/fencelock/fencelock/internal/script"
+	"github.com/fencelock/fencelock/internal/protocol"
 )
 
 // Acquire takes lock name for ttl, waiting while another holder has it.
@@ -18,26 +16,26 @@ import (
 // The first try costs one round trip. If the lock is held, the waiter
 // listens on the lock's release channel through the client's one shared
 // pub/sub connection (see [Client]) and tries again when a release wakes it,
-// when the holder's remaining ttl runs out (a lock that expires without a
-// release), or after a jittered exponential backoff (see WithBackoff),
-// whichever comes first. A release wakes one waiter, not all.
+// when the holder's remaining ttl runs out, or after a jittered exponential
+// backoff (see [WithBackoff]), whichever comes first.
 //
 // A fair lock (the default, see [WithFair]) queues the waiter: a release
 // hands the lock, with a new token, straight to the longest-waiting live
-// waiter and tells it so in the release message, so the woken waiter
-// returns without another round trip. Such a lease's local deadline counts
-// from the sending of the waiter's last try, which the handoff followed;
-// when that leaves less than half the ttl, one refresh renews it first. A
-// waiter whose context ends leaves the queue, and if the lock was handed to
-// it meanwhile, passes it on (a re-acquire under WithHolder only leaves the
-// queue: the lock may be one its holder had before).
+// waiter and names it, and the try it followed, in the release message, so
+// the waiter returns without another round trip. Its lease counts from the
+// sending of that try; when that leaves less than half the ttl (a message
+// read late), one refresh renews it first, and if the lock is gone by then
+// the waiter waits on. A waiter whose context ends leaves the queue and, if
+// the lock was handed to it meanwhile, passes it on (see [Client.Close] for
+// a process that exits right after).
 //
-// When ctx ends first the error wraps both ErrNotAcquired and ctx.Err().
-// An I/O error from Redis is returned at once rather than retried, so a
+// When ctx ends first the error wraps both ErrNotAcquired and ctx.Err(),
+// and a lock the last try took anyway is released in the background. An
+// I/O error from Redis is returned at once rather than retried, so a
 // waiter never hangs on a server that is gone.
 func (c *Client) Acquire(ctx context.Context, name string, ttl time.Duration, opts ...AcquireOption) (*Lease, error) {
 	return c.observed(ctx, name, ttl, true, func(ctx context.Context, p *emit.Progress) (*Lease, error) {
-		req, err := c.newRequest(name, ttl, opts)
+		req, err := c.newRequest(ctx, name, ttl, opts)
 		if err != nil {
 			return nil, err
 		}
@@ -47,8 +45,7 @@ func (c *Client) Acquire(ctx context.Context, name string, ttl time.Duration, op
 
 // wait is Acquire once the request is valid.
 func (c *Client) wait(ctx context.Context, req request, p *emit.Progress) (l *Lease, err error) {
-	req.args.Enqueue = req.args.Fair
-	if req.args.Fair && ctx != nil {
+	if req.try.Fair {
 		defer func() {
 			if err != nil {
 				c.leave(ctx, req)
@@ -61,23 +58,31 @@ func (c *Client) wait(ctx context.Context, req request, p *emit.Progress) (l *Le
 	// one round trip and no subscription; if it fails, subscribe, and try
 	// again once the subscription is confirmed, to catch a release in
 	// between.
-	w := c.notify.Join(req.keys.Channel, req.args.Holder)
+	w := c.notify.Join(req.keys.Channel, req.try.Holder)
 	listening := w != nil
 	if listening {
 		defer c.notify.Unregister(w)
 	}
-
-	p.Attempts++
-	sent := time.Now() // a handoff comes after the last failed try was sent
-	l, res, err := c.try(ctx, req)
-	if l != nil || err != nil {
+	var tries recent
+	try := func() (*Lease, protocol.TryResult, error) {
+		p.Attempts++
+		if req.try.Fair {
+			req.try.Attempt = protocol.NewAttempt()
+		}
+		tries.add(req.try.Attempt, time.Now())
+		l, res, err := c.try(ctx, req)
 		if l != nil {
 			w.Drain() // the release it announced was the one this try took
 		}
+		return l, res, err
+	}
+
+	l, res, err := try()
+	if l != nil || err != nil {
 		return l, err
 	}
 	if !listening {
-		w = c.notify.Register(ctx, req.keys.Channel, req.args.Holder)
+		w = c.notify.Register(ctx, req.keys.Channel, req.try.Holder)
 		defer c.notify.Unregister(w)
 		w.WaitReady(ctx)
 	}
@@ -87,23 +92,17 @@ func (c *Client) wait(ctx context.Context, req request, p *emit.Progress) (l *Le
 	defer timer.Stop()
 	for first := listening; ; first = false {
 		if !first {
-			p.Attempts++
-			sent = time.Now()
-			l, res, err = c.try(ctx, req)
-			if l != nil || err != nil {
-				if l != nil {
-					w.Drain()
-				}
+			if l, res, err = try(); l != nil || err != nil {
 				return l, err
 			}
 		}
 		p.Handoff = false
 		wait := jitter(backoff)
-		if req.args.Fair {
-			// Queued: the release hands the lock over and says so, so
-			// there is nothing to poll for; the next try only renews the
-			// ticket, or finds a handoff whose message was lost.
-			wait = ticketTTL / 3
+		if req.try.Fair {
+			// Queued: a release hands the lock over and says so; the next
+			// try renews the ticket, or finds a handoff whose message was
+			// lost or a lock freed without a release.
+			wait = min(wait, protocol.TicketTTL/3)
 		}
 		if res.PTTL > 0 && res.PTTL+time.Millisecond < wait {
 			wait = res.PTTL + time.Millisecond // expires without a release
@@ -117,7 +116,7 @@ func (c *Client) wait(ctx context.Context, req request, p *emit.Progress) (l *Le
 		case u := <-w.Wake():
 			backoff = c.cfg.minBackoff
 			p.Handoff = true
-			if l := c.handedOff(ctx, req, u, sent); l != nil {
+			if l := c.handedOff(ctx, req, u.Msg, tries); l != nil {
 				return l, nil
 			}
 		case <-timer.C:
@@ -132,46 +131,68 @@ func (c *Client) wait(ctx context.Context, req request, p *emit.Progress) (l *Le
 }
 
 // handedOff returns the lease a fair release handed to this waiter, or nil
-// when u is not a handoff to it (or the lock is gone already).
+// when m is no handoff to it, names a try it does not know, or the lock is
+// gone by the time it looks.
 //
-// The lease counts its deadline from sent, when the waiter's last failed
-// try was sent: the handoff, and with it the key's ttl, came after that try
-// ran, so the deadline stays below Redis's expiry however late the message
-// arrives. When that leaves less than half the ttl, one refresh, timed from
-// before it is sent, gives the lease its full validity.
-func (c *Client) handedOff(ctx context.Context, req request, u notify.Wakeup, sent time.Time) *Lease {
-	holder, seq, ok := u.Handoff()
-	if !ok || holder != req.args.Holder {
+// The lease counts from the send of the try that m names: that try wrote
+// the ticket the release used, so the handoff, and with it the key's ttl,
+// came after it was sent, however late the message is read and whatever
+// tries were sent since. When that leaves less than half the ttl, one
+// refresh, timed from before it is sent, must confirm the lock first.
+func (c *Client) handedOff(ctx context.Context, req request, m protocol.Message, tries recent) *Lease {
+	if !m.Handoff || m.Holder != req.try.Holder || lifetime.Ended(ctx) != nil {
 		return nil
 	}
-	n, err := fence.ParseSeq(seq)
-	if err != nil || n == 0 {
-		return nil // not ours to read: the next try finds out
+	start, ok := tries.sent(m.Attempt)
+	if !ok {
+		return nil // not a try this Acquire knows: the next try finds out
 	}
-	tok := fence.Token{Key: req.name, Seq: n, Holder: holder}
-	l := newLease(c, req, tok, sent)
-	if time.Until(l.Deadline()) < req.ttl/2 {
-		if err := l.Refresh(ctx, req.ttl); errors.Is(err, ErrLost) {
-			return nil // the next try finds out what became of it
+	valid := lifetime.Validity(req.ttl, c.cfg.driftFactor)
+	if time.Until(start.Add(valid)) < req.ttl/2 {
+		start = time.Now()
+		held, err := protocol.Refresh(ctx, c.rdb, req.keys, req.try.Holder, req.ttl)
+		if err != nil || !held || lifetime.Ended(ctx) != nil {
+			return nil // the next try, or the leave, finds out what became of it
 		}
 	}
-	return l
+	return newLease(c, req, fence.Token{Key: req.name, Seq: m.Seq, Holder: m.Holder}, start)
+}
+
+// recent remembers when the last tries of one Acquire were sent. A handoff
+// names the try whose ticket it used, which is the latest try the server
+// ran; tries are sequential, so only the last few can be named.
+type recent struct {
+	at [4]struct {
+		a    protocol.Attempt
+		sent time.Time
+	}
+	n int
+}
+
+func (r *recent) add(a protocol.Attempt, sent time.Time) {
+	r.at[r.n%len(r.at)].a, r.at[r.n%len(r.at)].sent = a, sent
+	r.n++
+}
+
+func (r recent) sent(a protocol.Attempt) (time.Time, bool) {
+	for _, t := range r.at {
+		if a != 0 && t.a == a {
+			return t.sent, true
+		}
+	}
+	return time.Time{}, false
 }
 
 // leave takes a fair waiter that gives up out of the queue and, if the lock
-// was handed to it meanwhile, passes the lock on: the release script does
-// both. It runs in the background, bounded, when ctx has ended.
+// was handed to it meanwhile, passes the lock on (not a re-acquire's: the
+// lock under that holder id may be one it had before). It runs in the
+// background, bounded, when ctx has ended; Close waits for it.
 func (c *Client) leave(ctx context.Context, req request) {
-	_ = lifetime.Detach(ctx, releaseTimeout, lifetime.CleanupBound(req.ttl), func(ctx context.Context) error {
-		_, err := script.Leave(ctx, c.rdb, req.keys, req.args.Holder, req.args)
+	_ = c.pending.Detach(ctx, releaseTimeout, lifetime.CleanupBound(req.ttl), func(ctx context.Context) error {
+		_, err := protocol.Leave(ctx, c.rdb, req.keys, c.release(req.try.Holder), !req.reacquire)
 		return err
 	})
 }
-
-// ticketTTL is how long a fair waiter's ticket lives without renewal. A
-// waiter renews it with every try, at least every ticketTTL/3, so a waiter
-// that died drops out of the queue within ticketTTL.
-const ticketTTL = 2 * time.Second
 
 // jitter returns a random duration in [d/2, d].
 func jitter(d time.Duration) time.Duration {

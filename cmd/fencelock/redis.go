@@ -13,6 +13,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/fencelock/fencelock/internal/protocol"
 	"github.com/fencelock/fencelock/lease"
 	"github.com/fencelock/fencelock/lease/redlock"
 )
@@ -190,9 +191,9 @@ func (g *globals) connect() (backend, error) {
 	return &quorum{c: c, rdbs: rdbs, prefix: g.prefix}, nil
 }
 
-// releaseChannel is the lock's release channel (see package lease's doc):
-// every waiting acquire subscribes to it.
-func releaseChannel(prefix, name string) string { return prefix + "{" + name + "}:release" }
+// releaseChannel is the lock's release channel: every waiting acquire
+// subscribes to it.
+func releaseChannel(prefix, name string) string { return protocol.KeysFor(prefix, name).Channel }
 
 // numSub counts the subscribers of channel: on a Redis Cluster, summed over
 // the nodes (a subscriber is connected to one node).
@@ -264,7 +265,17 @@ func (s *single) advance(ctx context.Context, name string, floor uint64) (uint64
 	return s.c.Advance(ctx, name, floor)
 }
 
-func (s *single) close() { s.rdb.Close() }
+// close waits, for a bounded time, for the client's background cleanups
+// (a waiter that gave up leaving the fair queue), then closes Redis.
+func (s *single) close() {
+	ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
+	defer cancel()
+	_ = s.c.Close(ctx)
+	s.rdb.Close()
+}
+
+// closeTimeout bounds the wait for background cleanups before exit.
+const closeTimeout = 2 * time.Second
 
 // quorum is Redlock over independent masters, with quorum fencing.
 type quorum struct {
@@ -338,6 +349,9 @@ func (q *quorum) advance(ctx context.Context, name string, floor uint64) (uint64
 }
 
 func (q *quorum) close() {
+	ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
+	defer cancel()
+	_ = q.c.Close(ctx)
 	for _, r := range q.rdbs {
 		r.Close()
 	}

@@ -88,6 +88,16 @@ func Start(b Backend, tok fence.Token, start time.Time, ttl time.Duration, cfg C
 	return l
 }
 
+// Nil is the lifetime behind a nil lease (a caller that deferred Release
+// before checking the acquire's error): ended, with an error wrapping
+// cfg.Invalid as its Err and as the error of every call, and no I/O.
+func Nil(cfg Config) *Life {
+	l := &Life{cfg: cfg, op: make(chan struct{}, 1), released: true}
+	l.ctx, l.cancel = context.WithCancelCause(context.Background())
+	l.cancel(fmt.Errorf("%w: nil lease (did its acquire fail?)", cfg.Invalid))
+	return l
+}
+
 // Token returns the current token.
 func (l *Life) Token() fence.Token {
 	l.mu.Lock()
@@ -179,6 +189,9 @@ func (l *Life) refresh(ctx context.Context, ttl time.Duration, keepAlive bool) (
 func (l *Life) Release(ctx context.Context) error {
 	if ctx == nil {
 		return fmt.Errorf("%w: nil context", l.cfg.Invalid)
+	}
+	if l.b == nil { // Nil's
+		return l.Err()
 	}
 	l.mu.Lock()
 	again := l.released

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 )
 
@@ -120,8 +121,13 @@ func CleanupBound(ttl time.Duration) time.Duration {
 // on in the background. So a cleanup never makes a call outlive its context,
 // and it is not dropped either.
 func Detach(ctx context.Context, attempt, bound time.Duration, cleanup func(context.Context) error) error {
+	return detach(ctx, attempt, bound, cleanup, func() {})
+}
+
+func detach(ctx context.Context, attempt, bound time.Duration, cleanup func(context.Context) error, finish func()) error {
 	first := make(chan error, 1)
 	go func() {
+		defer finish()
 		end := time.Now().Add(bound)
 		bg := context.WithoutCancel(ctx)
 		backoff := cleanupMinBackoff
@@ -144,5 +150,52 @@ func Detach(ctx context.Context, attempt, bound time.Duration, cleanup func(cont
 		return err
 	case <-ctx.Done():
 		return nil
+	}
+}
+
+// Pending counts a client's background cleanups, so that the client's
+// Close can wait for them before its process exits. The zero value is
+// ready to use.
+type Pending struct {
+	mu   sync.Mutex
+	n    int
+	idle chan struct{} // closed when n drops to 0; nil while nobody waits
+}
+
+// Detach is the package's Detach, counted until its retries end.
+func (p *Pending) Detach(ctx context.Context, attempt, bound time.Duration, cleanup func(context.Context) error) error {
+	p.mu.Lock()
+	p.n++
+	p.mu.Unlock()
+	return detach(ctx, attempt, bound, cleanup, p.done)
+}
+
+func (p *Pending) done() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.n--; p.n == 0 && p.idle != nil {
+		close(p.idle)
+		p.idle = nil
+	}
+}
+
+// Wait waits until no cleanup is running, or until ctx ends (then it
+// returns ctx.Err()).
+func (p *Pending) Wait(ctx context.Context) error {
+	p.mu.Lock()
+	if p.n == 0 {
+		p.mu.Unlock()
+		return nil
+	}
+	if p.idle == nil {
+		p.idle = make(chan struct{})
+	}
+	idle := p.idle
+	p.mu.Unlock()
+	select {
+	case <-idle:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }

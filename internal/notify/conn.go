@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/fencelock/fencelock/internal/protocol"
 )
 
 // conn is one pub/sub connection of a Notifier and the local waiters of its
@@ -212,7 +214,7 @@ func (c *conn) unregister(w *Waiter) {
 		// one: a release woke one waiter, and one must go and look.
 		select {
 		case u := <-w.wake:
-			if u.Payload == "" {
+			if !u.Msg.Handoff {
 				s.offer(u)
 			}
 		default:
@@ -310,7 +312,9 @@ func (c *conn) handle(ps *redis.PubSub, m any) {
 	case *redis.Subscription:
 		c.subscription(ps, m)
 	case *redis.Message:
-		c.deliver(m.Channel, Wakeup{Payload: m.Payload, At: time.Now()})
+		if msg, err := protocol.ParseMessage(m.Payload); err == nil {
+			c.deliver(m.Channel, Wakeup{Msg: msg, At: time.Now()})
+		}
 	}
 }
 
@@ -352,9 +356,9 @@ func (c *conn) deliver(channel string, u Wakeup) {
 	if s == nil {
 		return
 	}
-	if holder, _, ok := u.Handoff(); ok {
+	if u.Msg.Handoff {
 		for _, w := range s.waiters {
-			if w.holder == holder {
+			if w.holder == u.Msg.Holder {
 				replace(w.wake, u)
 				return
 			}

@@ -22,11 +22,12 @@ package notify
 
 import (
 	"context"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/fencelock/fencelock/internal/protocol"
 )
 
 // Notifier is one lock client's pub/sub on one Redis deployment. The zero
@@ -36,39 +37,24 @@ type Notifier struct {
 
 	detect chan struct{} // buffered 1: serialises the sharded pub/sub detection (I/O), waited for under ctx
 	mu     sync.Mutex
-	mode   mode
+	mode   protocol.PubSub
 	conns  map[string]*conn // by node address; "" for classic pub/sub
 }
-
-// mode is how a Notifier subscribes.
-type mode int8
-
-const (
-	unknown mode = iota // a cluster client whose servers are not asked yet
-	classic             // SUBSCRIBE on one connection
-	sharded             // SSUBSCRIBE, one connection per shard node
-	none                // no pub/sub: waiters wake by their own timers
-)
 
 // New returns a Notifier on rdb. It does no I/O: a connection opens when
 // the first waiter registers.
 //
 // A *redis.Ring, whose pub/sub connections each serve the shard of their
 // first channel, gets no pub/sub at all: its waiters wake by the holder's
-// ttl and their backoff.
+// ttl and their backoff (see protocol.PubSub).
 func New(rdb redis.UniversalClient) *Notifier {
-	n := &Notifier{rdb: rdb, conns: map[string]*conn{}, mode: classic, detect: make(chan struct{}, 1)}
-	switch rdb.(type) {
-	case *redis.ClusterClient:
-		n.mode = unknown
-	case *redis.Ring:
-		n.mode = none
-	}
-	return n
+	return &Notifier{rdb: rdb, conns: map[string]*conn{}, mode: protocol.PubSubFor(rdb), detect: make(chan struct{}, 1)}
 }
 
-// currentMode returns how the notifier subscribes, as far as it knows yet.
-func (n *Notifier) currentMode() mode {
+// PubSub returns how release messages travel, as far as the notifier knows
+// yet: the releasing side publishes by it too, so that both sides follow
+// one decision.
+func (n *Notifier) PubSub() protocol.PubSub {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return n.mode
@@ -79,7 +65,7 @@ func (n *Notifier) currentMode() mode {
 func (n *Notifier) Sharded() bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	return n.mode == sharded
+	return n.mode == protocol.PubSubSharded
 }
 
 // Conns returns how many pub/sub connections the notifier has open or
@@ -109,14 +95,8 @@ type Waiter struct {
 
 // Wakeup is a release message for one waiter.
 type Wakeup struct {
-	Payload string    // "" (a plain release) or "holder:seq" (a handoff to holder)
-	At      time.Time // when the dispatcher read it
-}
-
-// Handoff returns the holder and Seq text a fair release named, and false
-// for a plain release.
-func (u Wakeup) Handoff() (holder, seq string, ok bool) {
-	return strings.Cut(u.Payload, ":")
+	Msg protocol.Message
+	At  time.Time // when the dispatcher read it
 }
 
 // Wake delivers the waiter's wake-ups.
@@ -144,14 +124,14 @@ func (n *Notifier) Join(channel, holder string) *Waiter {
 // no wake-ups, only its own timers.
 func (n *Notifier) Register(ctx context.Context, channel, holder string) *Waiter {
 	key, err := n.route(ctx, channel)
-	if err != nil || n.currentMode() == none {
+	if err != nil || n.PubSub() == protocol.PubSubNone {
 		return unsubscribed(channel, holder)
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	c := n.conns[key]
 	if c == nil {
-		c = &conn{rdb: n.rdb, sharded: n.mode == sharded}
+		c = &conn{rdb: n.rdb, sharded: n.mode == protocol.PubSubSharded}
 		n.conns[key] = c
 	}
 	return c.register(channel, holder)
@@ -169,7 +149,7 @@ func unsubscribed(channel, holder string) *Waiter {
 // classic pub/sub, the address of the channel's slot master for sharded.
 func (n *Notifier) route(ctx context.Context, channel string) (string, error) {
 	m, err := n.detectMode(ctx)
-	if err != nil || m == classic || m == none {
+	if err != nil || m != protocol.PubSubSharded {
 		return "", err
 	}
 	node, err := n.rdb.(*redis.ClusterClient).MasterForKey(ctx, channel)
@@ -181,35 +161,24 @@ func (n *Notifier) route(ctx context.Context, channel string) (string, error) {
 
 // detectMode asks a cluster, once, whether it has sharded pub/sub. A
 // failure is not remembered: the next waiter asks again.
-func (n *Notifier) detectMode(ctx context.Context) (mode, error) {
-	n.mu.Lock()
-	m := n.mode
-	n.mu.Unlock()
-	if m != unknown {
+func (n *Notifier) detectMode(ctx context.Context) (protocol.PubSub, error) {
+	if m := n.PubSub(); m != protocol.PubSubUnknown {
 		return m, nil
 	}
 	select {
 	case n.detect <- struct{}{}:
 	case <-ctx.Done():
-		return unknown, ctx.Err()
+		return protocol.PubSubUnknown, ctx.Err()
 	}
 	defer func() { <-n.detect }()
-	n.mu.Lock()
-	m = n.mode
-	n.mu.Unlock()
-	if m != unknown {
+	if m := n.PubSub(); m != protocol.PubSubUnknown {
 		return m, nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, writeTimeout)
 	defer cancel()
-	// COMMAND INFO answers [nil] for a command the server does not have.
-	v, err := n.rdb.Do(ctx, "COMMAND", "INFO", "SSUBSCRIBE").Slice()
+	m, err := protocol.DetectPubSub(ctx, n.rdb)
 	if err != nil {
-		return unknown, err
-	}
-	m = classic
-	if len(v) == 1 && v[0] != nil {
-		m = sharded
+		return m, err
 	}
 	n.mu.Lock()
 	n.mode = m
@@ -271,7 +240,7 @@ func (w *Waiter) WaitReady(ctx context.Context) {
 // putBack returns a wake-up that WaitReady took: a handoff replaces
 // whatever came meanwhile, a plain wake-up yields to it.
 func (w *Waiter) putBack(u Wakeup) {
-	if strings.Contains(u.Payload, ":") {
+	if u.Msg.Handoff {
 		replace(w.wake, u)
 		return
 	}

@@ -1,10 +1,13 @@
--- Lift a counter to at least a floor (atomic max); keeps the counter's ttl.
--- KEYS[1] counter key; ARGV[1] floor.
+-- Lift a counter to at least a floor (atomic max), under the counter rule.
+-- KEYS[1] lock (unused: it keeps the call in the lock's slot), KEYS[2] counter.
+-- ARGV[1] floor, ARGV[2] counter ttl ms ('0': forever).
+-- A missing counter stands at the clock (see counter_now).
 -- Returns the counter's value afterwards.
+local now = clock_us()
+local c, present = counter_now(now)
 local floor = tonumber(ARGV[1])
-local c = tonumber(redis.call('GET', KEYS[1]) or '0')
-if c < floor then
-  redis.call('SET', KEYS[1], ARGV[1], 'KEEPTTL')
-  return floor
+if c < floor or not present then
+  c = math.max(c, floor)
+  store_counter(c, ARGV[2], now)
 end
 return c

@@ -1,8 +1,4 @@
-// Package script holds the Lua scripts behind the lease and redlock, and
-// typed wrappers around them. Each script is one atomic round trip; go-redis
-// runs it with EVALSHA and falls back to EVAL when the server's script cache
-// is empty (after SCRIPT FLUSH or a restart).
-package script
+package protocol
 
 import (
 	"context"
@@ -22,105 +18,152 @@ var (
 	commonSrc string
 	//go:embed acquire.lua
 	acquireSrc string
+	//go:embed acquire_fair.lua
+	acquireFairSrc string
 	//go:embed refresh.lua
 	refreshSrc string
 	//go:embed release.lua
 	releaseSrc string
+	//go:embed release_fair.lua
+	releaseFairSrc string
+	//go:embed leave.lua
+	leaveSrc string
 	//go:embed inspect.lua
 	inspectSrc string
 	//go:embed advance.lua
 	advanceSrc string
 
-	// The acquire and release scripts share common.lua's functions.
-	acquire = redis.NewScript(commonSrc + acquireSrc)
-	refresh = redis.NewScript(refreshSrc)
-	release = redis.NewScript(commonSrc + releaseSrc)
-	inspect = redis.NewScript(inspectSrc)
-	advance = redis.NewScript(advanceSrc)
+	acquire     = redis.NewScript(commonSrc + acquireSrc)
+	acquireFair = redis.NewScript(commonSrc + acquireFairSrc)
+	refresh     = redis.NewScript(refreshSrc)
+	release     = redis.NewScript(commonSrc + releaseSrc)
+	releaseFair = redis.NewScript(commonSrc + releaseFairSrc)
+	leave       = redis.NewScript(commonSrc + leaveSrc)
+	inspect     = redis.NewScript(inspectSrc)
+	advance     = redis.NewScript(commonSrc + advanceSrc)
 )
 
-// Keys are the Redis keys of one lock. Name sits in a hash tag so all of them
-// live in one Redis Cluster slot.
-type Keys struct {
-	Lock    string // PREFIX{NAME}: holds "holder:seq" with a PX ttl
-	Counter string // PREFIX{NAME}:fence: the fencing counter
-	Queue   string // PREFIX{NAME}:queue: fair waiters by arrival (sorted set)
-	Tickets string // PREFIX{NAME}:tickets: fair waiters' tickets (hash)
-	Channel string // PREFIX{NAME}:release: pub/sub channel, a message per release
+// Try is one try to take a lock.
+type Try struct {
+	Holder   string
+	TTL      time.Duration
+	Counter  Counter
+	Unfenced bool // no counter: Seq is 0 (redlock without quorum fencing)
+	Fair     bool // a free lock goes to the head of the queue (acquire_fair.lua)
+	// Attempt, for a fair try, queues the holder under this attempt when
+	// the lock is not got; 0 tries without queueing (TryAcquire).
+	Attempt Attempt
 }
 
-// KeysFor returns the keys of lock name under prefix.
-func KeysFor(prefix, name string) Keys {
-	lock := prefix + "{" + name + "}"
-	return Keys{Lock: lock, Counter: lock + ":fence", Queue: lock + ":queue", Tickets: lock + ":tickets",
-		Channel: lock + ":release"}
+// Outcome is what a try found.
+type Outcome int8
+
+const (
+	// Held: another holder has the lock; TryResult.PTTL says for how long.
+	Held Outcome = iota
+	// Acquired: the lock was free and is the caller's, with a new Seq.
+	Acquired
+	// Reacquired: the holder had the lock already (WithHolder after a
+	// restart, a fair handoff, a try whose reply was lost); its ttl is
+	// reset and Seq is the token it had.
+	Reacquired
+	// Reserved: the lock is free but reserved for fair waiters queued ahead.
+	Reserved
+)
+
+// TryResult is a try's reply: {outcome, seq or pttl}.
+type TryResult struct {
+	Outcome Outcome
+	Seq     uint64        // when got; 0 for an unfenced lock
+	PTTL    time.Duration // when Held: the holder's remaining ttl (<0: none)
 }
 
-// all is the KEYS of the acquire and release scripts.
-func (k Keys) all() []string { return []string{k.Lock, k.Counter, k.Queue, k.Tickets} }
+// Got reports whether the try took or kept the lock.
+func (r TryResult) Got() bool { return r.Outcome == Acquired || r.Outcome == Reacquired }
 
-// AcquireArgs are the inputs of one acquire.
-type AcquireArgs struct {
-	Holder     string
-	TTL        time.Duration
-	ClockFloor bool          // lift the counter to Redis TIME in µs before INCR
-	CounterTTL time.Duration // 0: the counter never expires
-	Reacquire  bool          // the holder may already hold the lock
-	Unfenced   bool          // no counter: Seq is 0 (an efficiency lock)
-	Fair       bool          // FIFO: a free lock goes to the head of the queue
-	TicketTTL  time.Duration // fair: how long a waiter's ticket lives
-	Enqueue    bool          // fair: queue when not acquired
+// call is one script call: the script, its KEYS and ARGV.
+type call struct {
+	s    *redis.Script
+	keys []string
+	args []any
 }
 
-// Queued is AcquireResult.PTTL when the lock is free but reserved for the
-// fair waiters queued ahead.
-const Queued = -3 * time.Millisecond
-
-// AcquireResult is what the acquire script found.
-type AcquireResult struct {
-	Acquired   bool          // the lock is ours (new or re-acquired)
-	Reacquired bool          // we already held it; Seq is the token we had
-	Seq        uint64        // valid when Acquired; 0 when Unfenced
-	PTTL       time.Duration // when not Acquired: the holder's remaining ttl (<0: none)
-}
-
-// Acquire runs the acquire script.
-func Acquire(ctx context.Context, c redis.Scripter, k Keys, a AcquireArgs) (AcquireResult, error) {
-	v, err := acquire.Run(ctx, c, k.all(), acquireArgs(a)...).Result()
-	if err != nil {
-		return AcquireResult{}, err
+func (t Try) call(k Keys) call {
+	if t.Fair {
+		a := ""
+		if t.Attempt != 0 {
+			a = t.Attempt.String()
+		}
+		return call{acquireFair, k.fair(), append([]any{t.Holder, ms(t.TTL)},
+			append(t.Counter.args(), ms(TicketTTL), a)...)}
 	}
-	res, err := parseAcquire(v)
-	if err == nil && res.Acquired && res.Seq == 0 && !a.Unfenced {
-		// a fenced acquire never hands out Seq 0 (an unfenced lock's
-		// value, re-acquired by a fenced client under the same prefix)
-		return AcquireResult{}, fmt.Errorf("acquire script: seq 0 for a fenced lock %q: the lock was taken unfenced", k.Lock)
+	return call{acquire, k.lockCounter(), append([]any{t.Holder, ms(t.TTL)},
+		append(t.Counter.args(), flag(!t.Unfenced))...)}
+}
+
+// Acquire runs one try.
+func Acquire(ctx context.Context, c redis.Scripter, k Keys, t Try) (TryResult, error) {
+	cl := t.call(k)
+	v, err := cl.s.Run(ctx, c, cl.keys, cl.args...).Result()
+	if err != nil {
+		return TryResult{}, err
+	}
+	return t.parse(k, v)
+}
+
+// parse reads a try's reply, and refuses Seq 0 on a fenced lock: the value
+// of an unfenced lock re-acquired by a fenced client under the same prefix.
+func (t Try) parse(k Keys, reply any) (TryResult, error) {
+	res, err := ParseTryReply(reply)
+	if err == nil && res.Got() && res.Seq == 0 && !t.Unfenced {
+		return TryResult{}, fmt.Errorf("acquire script: seq 0 for a fenced lock %q: the lock was taken unfenced", k.Lock)
 	}
 	return res, err
 }
 
-func acquireArgs(a AcquireArgs) []any {
-	return []any{a.Holder, ms(a.TTL), flag(a.ClockFloor), ms(a.CounterTTL), flag(a.Reacquire), flag(a.Unfenced),
-		flag(a.Fair), ms(a.TicketTTL), flag(a.Enqueue)}
-}
-
-func parseAcquire(reply any) (AcquireResult, error) {
+// ParseTryReply reads the reply of acquire.lua or acquire_fair.lua.
+func ParseTryReply(reply any) (TryResult, error) {
 	v, ok := reply.([]any)
 	if !ok || len(v) != 2 {
-		return AcquireResult{}, fmt.Errorf("acquire script: unexpected reply %v", v)
+		return TryResult{}, fmt.Errorf("acquire script: unexpected reply %v", reply)
 	}
-	code, _ := v[0].(int64)
-	n, _ := v[1].(int64)
-	switch code {
-	case 1, 2:
+	code, ok1 := v[0].(int64)
+	n, ok2 := v[1].(int64)
+	if !ok1 || !ok2 {
+		return TryResult{}, fmt.Errorf("acquire script: unexpected reply %v", reply)
+	}
+	switch Outcome(code) {
+	case Acquired, Reacquired:
 		if n < 0 {
-			return AcquireResult{}, fmt.Errorf("acquire script: bad seq %d", n)
+			return TryResult{}, fmt.Errorf("acquire script: bad seq %d", n)
 		}
-		return AcquireResult{Acquired: true, Reacquired: code == 2, Seq: uint64(n)}, nil
-	case 0:
-		return AcquireResult{PTTL: time.Duration(n) * time.Millisecond}, nil
+		return TryResult{Outcome: Outcome(code), Seq: uint64(n)}, nil
+	case Held:
+		return TryResult{Outcome: Held, PTTL: time.Duration(n) * time.Millisecond}, nil
+	case Reserved:
+		return TryResult{Outcome: Reserved}, nil
 	}
-	return AcquireResult{}, fmt.Errorf("acquire script: unexpected reply %v", v)
+	return TryResult{}, fmt.Errorf("acquire script: unexpected reply %v", reply)
+}
+
+// AcquireUnfenced takes an unfenced lock (no counter, Seq 0) with a plain
+// SET NX PX: the same key and value as an unfenced Try, at the cost of a
+// command instead of a script. When the lock is held, a second round trip
+// reads its PTTL, so that a waiter knows when it expires (only the
+// contended path pays it).
+func AcquireUnfenced(ctx context.Context, c redis.Cmdable, k Keys, holder string, ttl time.Duration) (TryResult, error) {
+	ok, err := c.SetNX(ctx, k.Lock, holder+":0", ttl).Result()
+	if err != nil {
+		return TryResult{}, err
+	}
+	if ok {
+		return TryResult{Outcome: Acquired}, nil
+	}
+	pttl, err := c.PTTL(ctx, k.Lock).Result()
+	if err != nil {
+		return TryResult{PTTL: -1}, nil // held; when it expires is unknown
+	}
+	return TryResult{PTTL: pttl}, nil
 }
 
 // Refresh sets the lock's ttl if holder still has it, and reports whether it did.
@@ -129,49 +172,52 @@ func Refresh(ctx context.Context, c redis.Scripter, k Keys, holder string, ttl t
 	return n == 1, err
 }
 
-// Release deletes the lock if holder still has it, publishes a wake-up on
-// its channel, and reports whether it did.
-func Release(ctx context.Context, c redis.Scripter, k Keys, holder string) (bool, error) {
-	return ReleaseFair(ctx, c, k, holder, AcquireArgs{})
+// Release is how a holder lets go of a lock.
+type Release struct {
+	Holder  string
+	Fair    bool    // hand the lock to the head of the queue (release_fair.lua)
+	Counter Counter // for the handed-over lock's new Seq
+	PubSub  PubSub  // how the message is published
 }
 
-// ReleaseFair is Release for a lock whose acquires use a (Fair, ClockFloor
-// and CounterTTL as in a): a fair lock goes straight to the live head of the
-// queue with a new token, and the message names that waiter.
-func ReleaseFair(ctx context.Context, c redis.Scripter, k Keys, holder string, a AcquireArgs) (bool, error) {
-	return releaseRun(ctx, c, k, holder, a, "0")
-}
-
-// Leave is ReleaseFair for a waiter that gives up: it also drops holder's
-// ticket, and if the lock was handed to holder meanwhile, passes it on. A
-// re-acquire (a.Reacquire) only drops the ticket: the lock under that
-// holder id may be one the caller held before, and is not Leave's to take.
-func Leave(ctx context.Context, c redis.Scripter, k Keys, holder string, a AcquireArgs) (bool, error) {
-	mode := "1"
-	if a.Reacquire {
-		mode = "2"
+// Unlock deletes the lock if the holder still has it and passes it on: a
+// fair lock to the live head of the queue with a new Seq and a handoff
+// message, an unfair one with a plain wake-up. It reports whether it did.
+func Unlock(ctx context.Context, c redis.Scripter, k Keys, r Release) (bool, error) {
+	if r.Fair {
+		return run(ctx, releaseFair, c, k.fair(), append([]any{r.Holder, k.Channel},
+			append(r.Counter.args(), r.PubSub.spublish())...)...)
 	}
-	return releaseRun(ctx, c, k, holder, a, mode)
+	return run(ctx, release, c, []string{k.Lock}, r.Holder, k.Channel, r.PubSub.spublish())
 }
 
-func releaseRun(ctx context.Context, c redis.Scripter, k Keys, holder string, a AcquireArgs, leave string) (bool, error) {
-	n, err := release.Run(ctx, c, k.all(), holder, k.Channel, flag(a.Fair), flag(a.ClockFloor), ms(a.CounterTTL),
-		leave, flag(sharded(c))).Int64()
+// Leave is a waiter giving up: a fair waiter drops its ticket, and with
+// passOn, if the lock was handed to it meanwhile, hands it on. A re-acquire
+// under a known holder id passes passOn false: the lock may be one the
+// holder had before, and is not Leave's to give away. For an unfair lock
+// Leave with passOn is Unlock (a try whose reply was lost may have taken
+// it). It reports whether it released the lock.
+func Leave(ctx context.Context, c redis.Scripter, k Keys, r Release, passOn bool) (bool, error) {
+	if !r.Fair {
+		if !passOn {
+			return false, nil
+		}
+		return Unlock(ctx, c, k, r)
+	}
+	return run(ctx, leave, c, k.fair(), append([]any{r.Holder, k.Channel},
+		append(r.Counter.args(), r.PubSub.spublish(), flag(passOn))...)...)
+}
+
+func run(ctx context.Context, s *redis.Script, c redis.Scripter, keys []string, args ...any) (bool, error) {
+	n, err := s.Run(ctx, c, keys, args...).Int64()
 	return n == 1, err
 }
 
-// sharded reports whether the release script publishes on c with SPUBLISH
-// rather than PUBLISH: on a Redis Cluster client, whose waiters listen with
-// SSUBSCRIBE (see package notify). On a cluster without sharded pub/sub,
-// the script falls back to PUBLISH, as the waiters fall back to SUBSCRIBE.
-func sharded(c redis.Scripter) bool {
-	_, ok := c.(*redis.ClusterClient)
-	return ok
-}
-
-// Advance lifts the counter to at least floor and returns its value afterwards.
-func Advance(ctx context.Context, c redis.Scripter, k Keys, floor uint64) (uint64, error) {
-	n, err := advance.Run(ctx, c, []string{k.Counter}, floor).Int64()
+// Advance lifts the counter to at least floor (an atomic max, under the
+// counter rule) and returns its value afterwards. A missing counter stands
+// at the clock, so the value may be above floor.
+func Advance(ctx context.Context, c redis.Scripter, k Keys, floor uint64, counter Counter) (uint64, error) {
+	n, err := advance.Run(ctx, c, k.lockCounter(), floor, ms(counter.TTL)).Int64()
 	if err != nil {
 		return 0, err
 	}
@@ -184,25 +230,24 @@ type State struct {
 	Seq     uint64        // the holder's token Seq; 0 when free
 	PTTL    time.Duration // remaining ttl; 0 when free
 	LastSeq uint64        // the counter: the last Seq issued (0 when absent)
+	Queued  int           // fair waiters in the queue, live or not yet dropped
 }
 
 // Inspect reads the lock's state in one atomic step.
 func Inspect(ctx context.Context, c redis.Scripter, k Keys) (State, error) {
-	v, err := inspect.Run(ctx, c, []string{k.Lock, k.Counter}).Slice()
+	v, err := inspect.Run(ctx, c, []string{k.Lock, k.Counter, k.Queue}).Slice()
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return State{}, err
 	}
-	if len(v) != 3 {
+	if len(v) != 4 {
 		return State{}, fmt.Errorf("inspect script: unexpected reply %v", v)
 	}
 	var s State
 	if val, ok := v[0].(string); ok {
-		h, seq, ok := strings.Cut(val, ":")
-		if !ok {
-			return State{}, fmt.Errorf("inspect script: lock value %q is not holder:seq", val)
+		s.Holder, s.Seq, err = ParseLockValue(val)
+		if err != nil {
+			return State{}, err
 		}
-		s.Holder = h
-		s.Seq, _ = strconv.ParseUint(seq, 10, 64)
 		if p, _ := v[1].(int64); p > 0 {
 			s.PTTL = time.Duration(p) * time.Millisecond
 		}
@@ -213,7 +258,24 @@ func Inspect(ctx context.Context, c redis.Scripter, k Keys) (State, error) {
 			return State{}, fmt.Errorf("inspect script: counter %q: %w", c, err)
 		}
 	}
+	q, _ := v[3].(int64)
+	s.Queued = int(q)
 	return s, nil
+}
+
+// LockValue is the lock key's value for holder and seq: "holder:seq".
+func LockValue(holder string, seq uint64) string { return holder + ":" + strconv.FormatUint(seq, 10) }
+
+// ParseLockValue reads a lock key's value.
+func ParseLockValue(v string) (holder string, seq uint64, err error) {
+	h, s, ok := strings.Cut(v, ":")
+	if ok {
+		seq, err = strconv.ParseUint(s, 10, 64)
+	}
+	if !ok || h == "" || err != nil {
+		return "", 0, fmt.Errorf("protocol: lock value %q is not holder:seq", v)
+	}
+	return h, seq, nil
 }
 
 func ms(d time.Duration) int64 { return d.Milliseconds() }
@@ -242,24 +304,4 @@ func MayHaveRun(err error) bool {
 		return false
 	}
 	return true
-}
-
-// AcquireUnfenced takes an unfenced lock (no counter, Seq 0) with a plain
-// SET NX PX: the same key and value as the acquire script with Unfenced, at
-// the cost of a command instead of a script. When the lock is held, a second
-// round trip reads its PTTL, so that a waiter knows when it expires (only
-// the contended path pays it).
-func AcquireUnfenced(ctx context.Context, c redis.Cmdable, k Keys, holder string, ttl time.Duration) (AcquireResult, error) {
-	ok, err := c.SetNX(ctx, k.Lock, holder+":0", ttl).Result()
-	if err != nil {
-		return AcquireResult{}, err
-	}
-	if ok {
-		return AcquireResult{Acquired: true}, nil
-	}
-	pttl, err := c.PTTL(ctx, k.Lock).Result()
-	if err != nil {
-		return AcquireResult{PTTL: -1}, nil // held; when it expires is unknown
-	}
-	return AcquireResult{PTTL: pttl}, nil
 }

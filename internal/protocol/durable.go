@@ -1,4 +1,4 @@
-package script
+package protocol
 
 import (
 	"context"
@@ -12,14 +12,27 @@ import (
 var (
 	//go:embed reissue.lua
 	reissueSrc string
-	reissue    = redis.NewScript(reissueSrc)
+	reissue    = redis.NewScript(commonSrc + reissueSrc)
+	//go:embed adopt.lua
+	adoptSrc string
+	adopt    = redis.NewScript(commonSrc + adoptSrc)
 )
 
 // Reissue gives holder, if it still has the lock, a new Seq above both the
 // counter and floor, keeping the lock and its ttl. It returns 0 when the
-// holder no longer has the lock.
-func Reissue(ctx context.Context, c redis.Scripter, k Keys, holder string, floor uint64) (uint64, error) {
-	n, err := reissue.Run(ctx, c, []string{k.Lock, k.Counter}, holder, floor).Int64()
+// holder no longer has the lock (the counter is lifted to floor anyway).
+func Reissue(ctx context.Context, c redis.Scripter, k Keys, holder string, floor uint64, counter Counter) (uint64, error) {
+	n, err := reissue.Run(ctx, c, k.lockCounter(), holder, floor, ms(counter.TTL)).Int64()
+	if err != nil {
+		return 0, err
+	}
+	return uint64(n), nil
+}
+
+// Adopt lifts the counter to at least seq and, if holder has the lock,
+// makes seq its token's Seq; it returns the counter afterwards.
+func Adopt(ctx context.Context, c redis.Scripter, k Keys, holder string, seq uint64, counter Counter) (uint64, error) {
+	n, err := adopt.Run(ctx, c, k.lockCounter(), holder, seq, ms(counter.TTL)).Int64()
 	if err != nil {
 		return 0, err
 	}
@@ -33,51 +46,36 @@ type Pipeliner interface {
 	Pipeline() redis.Pipeliner
 }
 
-// AcquireAcked runs the acquire script and WAIT replicas timeout in one
-// pipeline, so that both use the same connection and WAIT covers the
-// script's writes. It returns how many replicas acknowledged.
-func AcquireAcked(ctx context.Context, c Pipeliner, k Keys, a AcquireArgs, replicas int, timeout time.Duration) (AcquireResult, int64, error) {
-	res, acked, err := acquireAcked(ctx, c, k, a, replicas, timeout)
+// AcquireAcked runs a try and WAIT replicas timeout in one pipeline, so
+// that both use the same connection and WAIT covers the try's writes. It
+// returns how many replicas acknowledged.
+func AcquireAcked(ctx context.Context, c Pipeliner, k Keys, t Try, replicas int, timeout time.Duration) (TryResult, int64, error) {
+	cl := t.call(k)
+	res, acked, err := acquireAcked(ctx, c, k, t, cl, replicas, timeout)
 	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
-		if err := acquire.Load(ctx, c).Err(); err != nil {
-			return AcquireResult{}, 0, err
+		if err := cl.s.Load(ctx, c).Err(); err != nil {
+			return TryResult{}, 0, err
 		}
-		res, acked, err = acquireAcked(ctx, c, k, a, replicas, timeout)
+		res, acked, err = acquireAcked(ctx, c, k, t, cl, replicas, timeout)
 	}
 	return res, acked, err
 }
 
-func acquireAcked(ctx context.Context, c Pipeliner, k Keys, a AcquireArgs, replicas int, timeout time.Duration) (AcquireResult, int64, error) {
+func acquireAcked(ctx context.Context, c Pipeliner, k Keys, t Try, cl call, replicas int, timeout time.Duration) (TryResult, int64, error) {
 	p := c.Pipeline()
-	run := acquire.EvalSha(ctx, p, k.all(), acquireArgs(a)...)
+	run := cl.s.EvalSha(ctx, p, cl.keys, cl.args...)
 	wait := p.Do(ctx, "WAIT", replicas, timeout.Milliseconds())
 	_, _ = p.Exec(ctx)
 	if err := run.Err(); err != nil {
-		return AcquireResult{}, 0, err
+		return TryResult{}, 0, err
 	}
-	res, err := parseAcquire(run.Val())
+	res, err := t.parse(k, run.Val())
 	if err != nil {
-		return AcquireResult{}, 0, err
+		return TryResult{}, 0, err
 	}
 	acked, err := wait.Int64()
 	if err != nil {
 		return res, 0, fmt.Errorf("WAIT: %w", err)
 	}
 	return res, acked, nil
-}
-
-var (
-	//go:embed adopt.lua
-	adoptSrc string
-	adopt    = redis.NewScript(adoptSrc)
-)
-
-// Adopt lifts the counter to at least seq and, if holder has the lock,
-// makes seq its token's Seq; it returns the counter afterwards.
-func Adopt(ctx context.Context, c redis.Scripter, k Keys, holder string, seq uint64) (uint64, error) {
-	n, err := adopt.Run(ctx, c, []string{k.Lock, k.Counter}, holder, seq).Int64()
-	if err != nil {
-		return 0, err
-	}
-	return uint64(n), nil
 }

@@ -13,7 +13,7 @@ import (
 	"github.com/fencelock/fencelock/fence"
 	"github.com/fencelock/fencelock/internal/emit"
 	"github.com/fencelock/fencelock/internal/lifetime"
-	"github.com/fencelock/fencelock/internal/script"
+	"github.com/fencelock/fencelock/internal/protocol"
 	"github.com/fencelock/fencelock/observe"
 )
 
@@ -149,10 +149,9 @@ type miss struct {
 	unavailable bool          // a majority of nodes failed with errors
 }
 
-// acquireArgs are the acquire script's arguments for holder.
-func (c *Client) acquireArgs(holder string, ttl time.Duration, reacquire bool) script.AcquireArgs {
-	return script.AcquireArgs{Holder: holder, TTL: ttl, ClockFloor: c.cfg.clockFloor,
-		Reacquire: reacquire, Unfenced: !c.cfg.quorumFencing}
+// tryFor is one node's try for holder.
+func (c *Client) tryFor(holder string, ttl time.Duration) protocol.Try {
+	return protocol.Try{Holder: holder, TTL: ttl, Counter: c.counter(), Unfenced: !c.cfg.quorumFencing}
 }
 
 // try makes one attempt.
@@ -162,11 +161,11 @@ func (c *Client) try(ctx context.Context, name string, ttl time.Duration, ac acq
 	if holder == "" {
 		holder = uuid.NewString() // a fresh id per attempt: see releaseAfter
 	}
-	args := c.acquireArgs(holder, ttl, ac.holder != "")
+	args := c.tryFor(holder, ttl)
 	drift := c.drift(ttl)
 
 	start := time.Now()
-	rs := fanout(ctx, c.nodes, c.cfg.nodeTimeout, acquireOp(k, args), c.hopeless)
+	rs := fanout(ctx, c.nodes, c.cfg.nodeTimeout, acquireOp(k, args, ac.holder != ""), c.hopeless)
 
 	granted, again, held, errs, unawaited := 0, 0, 0, 0, 0
 	var seq, againSeq uint64
@@ -176,10 +175,10 @@ func (c *Client) try(ctx context.Context, name string, ttl time.Duration, ac acq
 			unawaited++
 		case r.err != nil:
 			errs++
-		case r.val.Acquired:
+		case r.val.Got():
 			granted++
 			seq = max(seq, r.val.Seq)
-			if r.val.Reacquired {
+			if r.val.Outcome == protocol.Reacquired {
 				again++
 				againSeq = max(againSeq, r.val.Seq)
 			}
@@ -206,6 +205,11 @@ func (c *Client) try(ctx context.Context, name string, ttl time.Duration, ac acq
 				ErrNotAcquired, name, elapsed.Round(time.Microsecond), ttl, drift)
 		}
 	}
+	if why == nil && lifetime.Ended(ctx) != nil {
+		// Node clients that do not honour deadlines let the replies in
+		// after ctx ended: the caller has gone, so the lock is undone.
+		why = fmt.Errorf("%w: %q: the context ended as the nodes granted it", ErrNotAcquired, name)
+	}
 	if why == nil {
 		tok := fence.Token{Key: name, Seq: seq, Holder: holder}
 		return newLease(c, k, tok, start, ttl, ac), miss{}, nil
@@ -217,17 +221,17 @@ func (c *Client) try(ctx context.Context, name string, ttl time.Duration, ac acq
 	}
 	m := miss{freeIn: freeAt(c.quorum, rs), busy: make([]bool, len(rs)), unavailable: errs > len(rs)-c.quorum}
 	for i, r := range rs {
-		m.busy[i] = r.err != nil || !r.val.Acquired
+		m.busy[i] = r.err != nil || !r.val.Got()
 	}
 	return nil, m, errors.Join(why, failed(rs), cleanup)
 }
 
 // hopeless reports whether so many nodes refused or failed that a majority
 // can no longer grant the lock; the attempt then stops waiting for the rest.
-func (c *Client) hopeless(rs []reply[script.AcquireResult]) bool {
+func (c *Client) hopeless(rs []reply[protocol.TryResult]) bool {
 	no := 0
 	for _, r := range rs {
-		if r.in && (r.err != nil || !r.val.Acquired) {
+		if r.in && (r.err != nil || !r.val.Got()) {
 			no++
 		}
 	}
@@ -251,13 +255,13 @@ func (c *Client) hopeless(rs []reply[script.AcquireResult]) bool {
 //
 // Without WithHolder the holder id is fresh for each attempt, so a key left
 // behind can never be mistaken for the next attempt's.
-func (c *Client) releaseAfter(ctx context.Context, k script.Keys, holder string, ttl time.Duration, reacquire bool, rs []reply[script.AcquireResult]) error {
+func (c *Client) releaseAfter(ctx context.Context, k protocol.Keys, holder string, ttl time.Duration, reacquire bool, rs []reply[protocol.TryResult]) error {
 	var nodes []node
 	var granted []bool
 	for i, r := range rs {
-		fresh := r.err == nil && r.val.Acquired && !r.val.Reacquired
+		fresh := r.err == nil && r.val.Outcome == protocol.Acquired
 		lost := r.err != nil && mayHaveRun(r.err)
-		if fresh || (!reacquire && (lost || (r.err == nil && r.val.Acquired))) {
+		if fresh || (!reacquire && (lost || (r.err == nil && r.val.Got()))) {
 			nodes = append(nodes, c.nodes[i])
 			granted = append(granted, r.err == nil)
 		}
@@ -268,7 +272,7 @@ func (c *Client) releaseAfter(ctx context.Context, k script.Keys, holder string,
 	// Each try releases on the nodes that have not answered yet; it fails,
 	// and is retried, while any node has not. Only the errors of nodes that
 	// had granted the lock are reported.
-	err := lifetime.Detach(ctx, c.cfg.nodeTimeout, lifetime.CleanupBound(ttl), func(ctx context.Context) error {
+	err := c.pending.Detach(ctx, c.cfg.nodeTimeout, lifetime.CleanupBound(ttl), func(ctx context.Context) error {
 		out := fanout(ctx, nodes, c.cfg.nodeTimeout, releaseOp(k, holder), nil)
 		var errs, pending []error
 		var left []node
@@ -304,7 +308,7 @@ var errRetry = errors.New("redlock: cleanup incomplete")
 
 // releaseInBackground releases the lock on nodes without making the caller
 // wait, bounded by the node timeout: the cleanup after a lost lease.
-func (c *Client) releaseInBackground(ctx context.Context, nodes []node, k script.Keys, holder string) {
+func (c *Client) releaseInBackground(ctx context.Context, nodes []node, k protocol.Keys, holder string) {
 	go fanout(context.WithoutCancel(ctx), nodes, c.cfg.nodeTimeout, releaseOp(k, holder), nil)
 }
 
@@ -314,18 +318,18 @@ func mayHaveRun(err error) bool {
 	if errors.Is(err, ErrNodeTimeout) || errors.Is(err, errNotAwaited) {
 		return true
 	}
-	return script.MayHaveRun(err)
+	return protocol.MayHaveRun(err)
 }
 
 // freeAt estimates, from the remaining ttls the busy nodes reported, how long
 // until a majority of nodes is free; 0 when unknown.
-func freeAt(quorum int, rs []reply[script.AcquireResult]) time.Duration {
+func freeAt(quorum int, rs []reply[protocol.TryResult]) time.Duration {
 	free := 0
 	var busy []time.Duration
 	for _, r := range rs {
 		switch {
 		case r.err != nil:
-		case r.val.Acquired: // released again by releaseAfter
+		case r.val.Got(): // released again by releaseAfter
 			free++
 		case r.val.PTTL >= 0:
 			busy = append(busy, r.val.PTTL)

@@ -9,7 +9,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/fencelock/fencelock/internal/script"
+	"github.com/fencelock/fencelock/internal/protocol"
 	"github.com/fencelock/fencelock/lease"
 	"github.com/fencelock/fencelock/lease/redlock"
 )
@@ -33,15 +33,15 @@ type acquireRelease func(ctx context.Context, key string) (time.Duration, error)
 
 func scriptOnce(rdb redis.UniversalClient) acquireRelease {
 	return func(ctx context.Context, key string) (time.Duration, error) {
-		k := script.KeysFor("bench-script:", key)
+		k := protocol.KeysFor("bench-script:", key)
 		holder := uuid.NewString()
 		start := time.Now()
-		res, err := script.Acquire(ctx, rdb, k, script.AcquireArgs{Holder: holder, TTL: time.Minute})
+		res, err := protocol.Acquire(ctx, rdb, k, protocol.Try{Holder: holder, TTL: time.Minute})
 		took := time.Since(start)
-		if err != nil || !res.Acquired {
+		if err != nil || !res.Got() {
 			return took, fmt.Errorf("script acquire: %v %w", res, err)
 		}
-		_, err = script.Release(ctx, rdb, k, holder)
+		_, err = protocol.Unlock(ctx, rdb, k, protocol.Release{Holder: holder})
 		return took, err
 	}
 }

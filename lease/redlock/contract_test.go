@@ -13,7 +13,7 @@ import (
 
 	"github.com/fencelock/fencelock/fence"
 	"github.com/fencelock/fencelock/heal"
-	"github.com/fencelock/fencelock/internal/script"
+	"github.com/fencelock/fencelock/internal/protocol"
 	"github.com/fencelock/fencelock/lease"
 	"github.com/fencelock/fencelock/lease/redlock"
 	"github.com/fencelock/fencelock/verifier"
@@ -29,7 +29,7 @@ func TestReissueWithMinorityRestartedEmpty(t *testing.T) {
 	ctx := ctxFor(t, 30*time.Second)
 	c := newLocker(t, rdbs, redlock.WithQuorumFencing(true))
 	n := name(t)
-	keys := script.KeysFor(redlock.DefaultPrefix, n)
+	keys := protocol.KeysFor(redlock.DefaultPrefix, n)
 	for range 3 {
 		acquireSeq(t, ctx, c, n)
 	}
@@ -44,7 +44,7 @@ func TestReissueWithMinorityRestartedEmpty(t *testing.T) {
 	assert.Equal(t, tok, l.Token())
 	assert.Equal(t, l.Holder(), tok.Holder)
 	for i, rdb := range rdbs {
-		st, err := script.Inspect(ctx, rdb, keys)
+		st, err := protocol.Inspect(ctx, rdb, keys)
 		require.NoError(t, err)
 		assert.GreaterOrEqual(t, st.LastSeq, tok.Seq, "node %d's counter", i)
 		if i == 0 || i == 3 {
@@ -179,7 +179,7 @@ func TestRedlockContextAndRelease(t *testing.T) {
 	ctx := ctxFor(t, 30*time.Second)
 	c := newLocker(t, sharedRDB, redlock.WithQuorumFencing(true))
 	n := name(t)
-	keys := script.KeysFor(redlock.DefaultPrefix, n)
+	keys := protocol.KeysFor(redlock.DefaultPrefix, n)
 	l, err := c.TryAcquire(ctx, n, 30*time.Second)
 	require.NoError(t, err)
 	lctx := l.Context()
@@ -204,7 +204,7 @@ func TestRedlockContextAndRelease(t *testing.T) {
 	assert.ErrorIs(t, context.Cause(lctx), lease.ErrReleased)
 	assert.NoError(t, l.Release(ctx))
 	for i, rdb := range sharedRDB {
-		st, err := script.Inspect(ctx, rdb, keys)
+		st, err := protocol.Inspect(ctx, rdb, keys)
 		require.NoError(t, err)
 		assert.Empty(t, st.Holder, "node %d", i)
 	}

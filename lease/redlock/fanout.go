@@ -7,13 +7,16 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/fencelock/fencelock/internal/notify"
+
 	"github.com/fencelock/fencelock/internal/lifetime"
 )
 
 // node is one independent Redis master.
 type node struct {
-	addr string
-	rdb  redis.UniversalClient
+	addr   string
+	rdb    redis.UniversalClient
+	notify *notify.Notifier // its waiters' pub/sub, whose mode its releases follow
 }
 
 // reply is one node's answer to a fanned-out call. err is nil when the node

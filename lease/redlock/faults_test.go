@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/fencelock/fencelock/internal/script"
+	"github.com/fencelock/fencelock/internal/protocol"
 	"github.com/fencelock/fencelock/internal/testenv/faults"
 	"github.com/fencelock/fencelock/lease/redlock"
 )
@@ -89,7 +89,7 @@ func TestMinorityDownMajorityDown(t *testing.T) {
 		t.Logf("%s with 3 of 5 down failed in %v:\n%v", try.name, elapsed, err)
 		// The failed attempt released what the live nodes granted.
 		for _, i := range []int{0, 2} {
-			st, err := script.Inspect(ctx, rdbs[i], script.KeysFor(redlock.DefaultPrefix, n))
+			st, err := protocol.Inspect(ctx, rdbs[i], protocol.KeysFor(redlock.DefaultPrefix, n))
 			require.NoError(t, err)
 			assert.Empty(t, st.Holder, "%s: node %d", try.name, i)
 		}

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/fencelock/fencelock/internal/script"
+	"github.com/fencelock/fencelock/internal/protocol"
 )
 
 // writeBack is the second half of quorum fencing: it makes seq, the highest
@@ -24,13 +24,13 @@ import (
 // written again; in the steady state (all counters equal) there is nothing
 // to write and no second round trip. Nodes that did not answer the acquire
 // are skipped: another round trip to them would most likely time out too.
-func (c *Client) writeBack(ctx context.Context, name string, k script.Keys, holder string, rs []reply[script.AcquireResult], seq uint64) error {
+func (c *Client) writeBack(ctx context.Context, name string, k protocol.Keys, holder string, rs []reply[protocol.TryResult], seq uint64) error {
 	have := 0
 	var lag []node
 	for i, r := range rs {
 		switch {
 		case r.err != nil:
-		case r.val.Acquired && r.val.Seq == seq:
+		case r.val.Got() && r.val.Seq == seq:
 			have++
 		default: // granted with another Seq, or held by another holder
 			lag = append(lag, c.nodes[i])
@@ -38,7 +38,7 @@ func (c *Client) writeBack(ctx context.Context, name string, k script.Keys, hold
 	}
 	var errs error
 	if len(lag) > 0 {
-		out := fanout(ctx, lag, c.cfg.nodeTimeout, adoptOp(k, holder, seq), nil)
+		out := fanout(ctx, lag, c.cfg.nodeTimeout, adoptOp(k, holder, seq, c.counter()), nil)
 		for _, r := range out {
 			if r.err == nil {
 				have++

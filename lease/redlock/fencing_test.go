@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/fencelock/fencelock/internal/script"
+	"github.com/fencelock/fencelock/internal/protocol"
 	"github.com/fencelock/fencelock/internal/testenv"
 	"github.com/fencelock/fencelock/lease/redlock"
 )
@@ -60,7 +60,7 @@ func TestQuorumFencingSurvivesMinorityRestarts(t *testing.T) {
 			ctx := ctxFor(t, 60*time.Second)
 			c := newLocker(t, rdbs, redlock.WithQuorumFencing(tc.fencing), redlock.WithNodeTimeout(time.Second))
 			n := name(t)
-			keys := script.KeysFor(redlock.DefaultPrefix, n)
+			keys := protocol.KeysFor(redlock.DefaultPrefix, n)
 			t.Logf("seed %d", tc.seed)
 			rng := rand.New(rand.NewPCG(tc.seed, 0))
 
@@ -80,14 +80,14 @@ func TestQuorumFencingSurvivesMinorityRestarts(t *testing.T) {
 				require.Zero(t, backwards, "acquisition %d: the token went backwards to %d", i, seq)
 				// The write-back reached every node: each counter is at least seq.
 				for j, rdb := range rdbs {
-					st, err := script.Inspect(ctx, rdb, keys)
+					st, err := protocol.Inspect(ctx, rdb, keys)
 					require.NoError(t, err)
 					require.GreaterOrEqual(t, st.LastSeq, seq, "acquisition %d, node %d", i, j)
 				}
 			}
 			if !tc.fencing {
 				for j, rdb := range rdbs {
-					st, err := script.Inspect(ctx, rdb, keys)
+					st, err := protocol.Inspect(ctx, rdb, keys)
 					require.NoError(t, err)
 					assert.Zero(t, st.LastSeq, "node %d: an unfenced lock leaves no counter", j)
 				}

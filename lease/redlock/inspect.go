@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/fencelock/fencelock/fence"
-	"github.com/fencelock/fencelock/internal/script"
+	"github.com/fencelock/fencelock/internal/protocol"
 	"github.com/fencelock/fencelock/lease"
 )
 
@@ -45,8 +45,8 @@ func (c *Client) Inspect(ctx context.Context, name string) (Info, error) {
 		return Info{}, err
 	}
 	k := c.keys(name)
-	rs := fanout(ctx, c.nodes, c.cfg.nodeTimeout, func(ctx context.Context, n node) (script.State, error) {
-		return script.Inspect(ctx, n.rdb, k)
+	rs := fanout(ctx, c.nodes, c.cfg.nodeTimeout, func(ctx context.Context, n node) (protocol.State, error) {
+		return protocol.Inspect(ctx, n.rdb, k)
 	}, nil)
 
 	info := Info{Info: lease.Info{Name: name}, Nodes: make([]NodeInfo, len(rs))}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/fencelock/fencelock/fence"
 	"github.com/fencelock/fencelock/internal/lifetime"
-	"github.com/fencelock/fencelock/internal/script"
+	"github.com/fencelock/fencelock/internal/protocol"
 	"github.com/fencelock/fencelock/lease"
 	"github.com/fencelock/fencelock/observe"
 )
@@ -21,11 +21,24 @@ var _ lease.Interface = (*Lease)(nil)
 // passes, a refresh finds the lock gone from a majority, or on Release;
 // Refresh, Release and Reissue are serialised. Its methods are safe for
 // concurrent use.
+//
+// Methods on a nil *Lease do no I/O: Release, Refresh, Reissue and Err
+// return an error wrapping ErrInvalid, Held is false and Done is closed.
 type Lease struct {
 	life *lifetime.Life
 }
 
-func newLease(c *Client, k script.Keys, tok fence.Token, start time.Time, ttl time.Duration, ac acquireConfig) *Lease {
+// nilLife is the lifetime of a nil *Lease.
+var nilLife = lifetime.Nil(lifetime.Config{Lost: ErrLost, Released: ErrReleased, Invalid: ErrInvalid})
+
+func (l *Lease) lf() *lifetime.Life {
+	if l == nil {
+		return nilLife
+	}
+	return l.life
+}
+
+func newLease(c *Client, k protocol.Keys, tok fence.Token, start time.Time, ttl time.Duration, ac acquireConfig) *Lease {
 	b := &backend{c: c, keys: k, tok: tok}
 	cfg := lifetime.Config{Lost: ErrLost, Released: ErrReleased, Invalid: ErrInvalid,
 		DriftFactor: c.cfg.driftFactor, TTL: ttl, KeepAlive: ac.interval,
@@ -41,38 +54,38 @@ func newLease(c *Client, k script.Keys, tok fence.Token, start time.Time, ttl ti
 // back to a majority, and grows from one acquisition to the next (and with
 // [Lease.Reissue]). Without it, Seq is 0: no counter is kept, the lock is
 // for efficiency only, and a verifier refuses the token.
-func (l *Lease) Token() fence.Token { return l.life.Token() }
+func (l *Lease) Token() fence.Token { return l.lf().Token() }
 
 // Name returns the lock name.
-func (l *Lease) Name() string { return l.life.Token().Key }
+func (l *Lease) Name() string { return l.lf().Token().Key }
 
 // Holder returns the lease's holder id, stored on every node; save it for a
 // re-acquire after a restart (see [WithHolder]).
-func (l *Lease) Holder() string { return l.life.Token().Holder }
+func (l *Lease) Holder() string { return l.lf().Token().Holder }
 
 // Deadline returns the local deadline: the start of the acquire (or of the
 // last successful refresh) + ttl − drift, on this process's monotonic clock.
 // The lock must not be relied upon after it; the nodes' keys may still live
 // a little longer.
-func (l *Lease) Deadline() time.Time { return l.life.Deadline() }
+func (l *Lease) Deadline() time.Time { return l.lf().Deadline() }
 
 // Done returns a channel that is closed when the lease ends: its deadline
 // passes, a refresh finds it lost, or it is released. [Lease.Err] says which.
-func (l *Lease) Done() <-chan struct{} { return l.life.Done() }
+func (l *Lease) Done() <-chan struct{} { return l.lf().Done() }
 
 // Context returns a context that is cancelled when the lease ends, whose
 // context.Cause is [Lease.Err]: run the protected work under it so that it
 // stops when the lease is lost.
-func (l *Lease) Context() context.Context { return l.life.Context() }
+func (l *Lease) Context() context.Context { return l.lf().Context() }
 
 // Held reports whether the lease is still held by the local clock. A true
 // answer is only a hint: the resource must check the token.
-func (l *Lease) Held() bool { return l.life.Held() }
+func (l *Lease) Held() bool { return l.lf().Held() }
 
 // Err returns nil while the lease is held. After Done is closed it returns
 // an error wrapping [ErrLost] (deadline passed, or a refresh found the
 // lease gone from a majority) or [ErrReleased].
-func (l *Lease) Err() error { return l.life.Err() }
+func (l *Lease) Err() error { return l.lf().Err() }
 
 // Refresh extends the lease to ttl from now. It runs the lease's acquire
 // script with re-acquire on every node at once: where a node still holds the
@@ -93,7 +106,7 @@ func (l *Lease) Err() error { return l.life.Err() }
 // ended lease returns its Err without I/O. Errors of nodes in the minority
 // are not reported when the refresh succeeds.
 func (l *Lease) Refresh(ctx context.Context, ttl time.Duration) error {
-	return l.life.Refresh(ctx, ttl)
+	return l.lf().Refresh(ctx, ttl)
 }
 
 // Release gives the lock up on every node at once, each bounded by the node
@@ -111,7 +124,7 @@ func (l *Lease) Refresh(ctx context.Context, ttl time.Duration) error {
 // A lease that was lost is still released everywhere, once. Release honours
 // ctx; in a deferred call where ctx may have ended, pass
 // context.WithoutCancel(ctx).
-func (l *Lease) Release(ctx context.Context) error { return l.life.Release(ctx) }
+func (l *Lease) Release(ctx context.Context) error { return l.lf().Release(ctx) }
 
 // Reissue gives the lease a new token, above floor and above the counters
 // of a majority, without letting go of the lock, and returns it. Use it (or
@@ -128,29 +141,28 @@ func (l *Lease) Release(ctx context.Context) error { return l.life.Release(ctx) 
 // unchanged and the error joins the node errors. Reissue needs quorum
 // fencing: without it the error wraps [ErrInvalid].
 func (l *Lease) Reissue(ctx context.Context, floor uint64) (fence.Token, error) {
-	return l.life.Reissue(ctx, floor)
+	return l.lf().Reissue(ctx, floor)
 }
 
 // backend is redlock's side of a lease's lifetime.
 type backend struct {
 	c    *Client
-	keys script.Keys
+	keys protocol.Keys
 	tok  fence.Token // Key and Holder
 	life *lifetime.Life
 }
 
 func (b *backend) Refresh(ctx context.Context, ttl time.Duration) error {
 	c, name := b.c, b.tok.Key
-	args := c.acquireArgs(b.tok.Holder, ttl, true)
-	rs := fanout(ctx, c.nodes, c.cfg.nodeTimeout, acquireOp(b.keys, args), nil)
+	rs := fanout(ctx, c.nodes, c.cfg.nodeTimeout, acquireOp(b.keys, c.tryFor(b.tok.Holder, ttl), true), nil)
 	held, gone := 0, 0
 	var reset []node
 	for i, r := range rs {
 		switch {
 		case r.err != nil:
-		case r.val.Reacquired:
+		case r.val.Outcome == protocol.Reacquired:
 			held++
-		case r.val.Acquired:
+		case r.val.Outcome == protocol.Acquired:
 			gone++
 			reset = append(reset, c.nodes[i])
 		default: // another holder has it there
@@ -167,7 +179,7 @@ func (b *backend) Refresh(ctx context.Context, ttl time.Duration) error {
 			name, held, len(c.nodes), c.quorum), lifetime.Ended(ctx), failed(rs))
 	}
 	if c.cfg.quorumFencing && len(reset) > 0 {
-		fanout(ctx, reset, c.cfg.nodeTimeout, adoptOp(b.keys, b.tok.Holder, b.life.Token().Seq), nil)
+		fanout(ctx, reset, c.cfg.nodeTimeout, adoptOp(b.keys, b.tok.Holder, b.life.Token().Seq, c.counter()), nil)
 	}
 	return nil
 }
@@ -193,7 +205,7 @@ func (b *backend) Reissue(ctx context.Context, floor uint64) (uint64, error) {
 	if !c.cfg.quorumFencing {
 		return 0, invalid("reissue %q: tokens need WithQuorumFencing", name)
 	}
-	rs := fanout(ctx, c.nodes, c.cfg.nodeTimeout, reissueOp(b.keys, b.tok.Holder, floor), nil)
+	rs := fanout(ctx, c.nodes, c.cfg.nodeTimeout, reissueOp(b.keys, b.tok.Holder, floor, c.counter()), nil)
 	held, gone, seq := 0, 0, uint64(0)
 	for _, r := range rs {
 		switch {
@@ -226,7 +238,7 @@ func (b *backend) Reissue(ctx context.Context, floor uint64) (uint64, error) {
 			lag = append(lag, c.nodes[i])
 		}
 	}
-	out := fanout(ctx, lag, c.cfg.nodeTimeout, adoptOp(b.keys, b.tok.Holder, seq), nil)
+	out := fanout(ctx, lag, c.cfg.nodeTimeout, adoptOp(b.keys, b.tok.Holder, seq, c.counter()), nil)
 	for _, r := range out {
 		if r.err == nil {
 			have++
@@ -239,33 +251,39 @@ func (b *backend) Reissue(ctx context.Context, floor uint64) (uint64, error) {
 	return seq, nil
 }
 
-func acquireOp(k script.Keys, args script.AcquireArgs) func(context.Context, node) (script.AcquireResult, error) {
-	if args.Unfenced && !args.Reacquire {
+func acquireOp(k protocol.Keys, t protocol.Try, reacquire bool) func(context.Context, node) (protocol.TryResult, error) {
+	if t.Unfenced && !reacquire {
 		// No counter and nothing to compare: a plain SET NX PX is enough,
 		// and cheaper for the node than a script.
-		return func(ctx context.Context, n node) (script.AcquireResult, error) {
-			return script.AcquireUnfenced(ctx, n.rdb, k, args.Holder, args.TTL)
+		return func(ctx context.Context, n node) (protocol.TryResult, error) {
+			return protocol.AcquireUnfenced(ctx, n.rdb, k, t.Holder, t.TTL)
 		}
 	}
-	return func(ctx context.Context, n node) (script.AcquireResult, error) {
-		return script.Acquire(ctx, n.rdb, k, args)
+	return func(ctx context.Context, n node) (protocol.TryResult, error) {
+		return protocol.Acquire(ctx, n.rdb, k, t)
 	}
 }
 
-func releaseOp(k script.Keys, holder string) func(context.Context, node) (bool, error) {
-	return func(ctx context.Context, n node) (bool, error) { return script.Release(ctx, n.rdb, k, holder) }
+func releaseOp(k protocol.Keys, holder string) func(context.Context, node) (bool, error) {
+	return func(ctx context.Context, n node) (bool, error) {
+		return protocol.Unlock(ctx, n.rdb, k, protocol.Release{Holder: holder, PubSub: n.notify.PubSub()})
+	}
 }
 
-func reissueOp(k script.Keys, holder string, floor uint64) func(context.Context, node) (uint64, error) {
+func reissueOp(k protocol.Keys, holder string, floor uint64, counter protocol.Counter) func(context.Context, node) (uint64, error) {
 	return func(ctx context.Context, n node) (uint64, error) {
-		return script.Reissue(ctx, n.rdb, k, holder, floor)
+		return protocol.Reissue(ctx, n.rdb, k, holder, floor, counter)
 	}
 }
 
-func adoptOp(k script.Keys, holder string, seq uint64) func(context.Context, node) (uint64, error) {
-	return func(ctx context.Context, n node) (uint64, error) { return script.Adopt(ctx, n.rdb, k, holder, seq) }
+func adoptOp(k protocol.Keys, holder string, seq uint64, counter protocol.Counter) func(context.Context, node) (uint64, error) {
+	return func(ctx context.Context, n node) (uint64, error) {
+		return protocol.Adopt(ctx, n.rdb, k, holder, seq, counter)
+	}
 }
 
-func advanceOp(k script.Keys, floor uint64) func(context.Context, node) (uint64, error) {
-	return func(ctx context.Context, n node) (uint64, error) { return script.Advance(ctx, n.rdb, k, floor) }
+func advanceOp(k protocol.Keys, floor uint64, counter protocol.Counter) func(context.Context, node) (uint64, error) {
+	return func(ctx context.Context, n node) (uint64, error) {
+		return protocol.Advance(ctx, n.rdb, k, floor, counter)
+	}
 }

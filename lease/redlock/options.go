@@ -23,6 +23,9 @@ const (
 	// attempts of [Client.Acquire]; see [WithBackoff].
 	DefaultMinBackoff = 10 * time.Millisecond
 	DefaultMaxBackoff = time.Second
+	// DefaultCounterTTL is how long a lock's counter lives on a node after
+	// its last write, as for the lease; see [WithCounterTTL].
+	DefaultCounterTTL = time.Hour
 )
 
 // Option configures a [Client]. Options check their arguments; [New]
@@ -36,6 +39,7 @@ type config struct {
 	anyNodeCount           bool
 	quorumFencing          bool
 	clockFloor             bool
+	counterTTL             time.Duration
 	minBackoff, maxBackoff time.Duration
 	wakeup                 bool
 	hooks                  *observe.Hooks
@@ -48,6 +52,7 @@ func defaultConfig() config {
 		nodeTimeout: DefaultNodeTimeout,
 		minBackoff:  DefaultMinBackoff,
 		maxBackoff:  DefaultMaxBackoff,
+		counterTTL:  DefaultCounterTTL,
 		wakeup:      true,
 	}
 }
@@ -122,6 +127,23 @@ func WithQuorumFencing(on bool) Option {
 // small Seqs (as long as its clock is not behind). The default is off.
 func WithClockFloor(on bool) Option {
 	return func(c *config) error { c.clockFloor = on; return nil }
+}
+
+// WithCounterTTL sets the ttl of the counters quorum fencing keeps on each
+// node, so that one-off lock names do not leave counters behind forever.
+// Every node follows the lease's counter rule (see package lease): a
+// missing counter starts again at the node's clock in microseconds, and a
+// counter above the clock lives until the clock has passed it, so a
+// counter that expired never yields a Seq below one it issued. Zero keeps
+// counters forever. The default is [DefaultCounterTTL] (1h).
+func WithCounterTTL(d time.Duration) Option {
+	return func(c *config) error {
+		if d < 0 || (d > 0 && d < time.Millisecond) {
+			return invalid("counter ttl %v", d)
+		}
+		c.counterTTL = d
+		return nil
+	}
 }
 
 // WithForceNodeCount lets [New] accept an even number of nodes, or fewer

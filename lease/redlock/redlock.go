@@ -13,7 +13,7 @@ import (
 	"github.com/fencelock/fencelock/internal/isnil"
 	"github.com/fencelock/fencelock/internal/lifetime"
 	"github.com/fencelock/fencelock/internal/notify"
-	"github.com/fencelock/fencelock/internal/script"
+	"github.com/fencelock/fencelock/internal/protocol"
 )
 
 // Client takes locks on a fixed set of independent Redis masters. It uses
@@ -26,6 +26,22 @@ type Client struct {
 	quorum int
 	cfg    config
 	notify []*notify.Notifier // per node, in node order
+	// pending are background cleanups (the release after a failed
+	// attempt), which Close waits for.
+	pending lifetime.Pending
+}
+
+// Close waits, until ctx ends, for the client's background cleanups: the
+// release of a failed attempt's lock on the nodes that may have granted
+// it. A process that exits right after an Acquire ended calls it, so that
+// it leaves no lock behind for its ttl. The client stays usable, and Close
+// does not close the node clients; its error is ctx's when cleanups were
+// still running.
+func (c *Client) Close(ctx context.Context) error {
+	if c == nil || ctx == nil {
+		return invalid("nil client or context")
+	}
+	return c.pending.Wait(ctx)
 }
 
 // New returns a Client over nodes, one client per independent Redis master
@@ -60,8 +76,9 @@ func New(nodes []redis.UniversalClient, opts ...Option) (*Client, error) {
 			return nil, invalid("node %s is given twice; the nodes must be independent", addr)
 		}
 		seen[addr] = true
-		c.nodes = append(c.nodes, node{addr: addr, rdb: rdb})
-		c.notify = append(c.notify, notify.New(rdb))
+		n := node{addr: addr, rdb: rdb, notify: notify.New(rdb)}
+		c.nodes = append(c.nodes, n)
+		c.notify = append(c.notify, n.notify)
 	}
 	return c, nil
 }
@@ -112,7 +129,12 @@ func (c *Client) check(name string, ttl time.Duration) error {
 	return nil
 }
 
-func (c *Client) keys(name string) script.Keys { return script.KeysFor(c.cfg.prefix, name) }
+func (c *Client) keys(name string) protocol.Keys { return protocol.KeysFor(c.cfg.prefix, name) }
+
+// counter is how the nodes keep a lock's counter.
+func (c *Client) counter() protocol.Counter {
+	return protocol.Counter{TTL: c.cfg.counterTTL, ClockFloor: c.cfg.clockFloor}
+}
 
 // Advance lifts the lock's counter to at least floor on every node (atomic
 // max), e.g. after a verifier rejected a token and reported the storage's
@@ -133,7 +155,7 @@ func (c *Client) Advance(ctx context.Context, name string, floor uint64) (uint64
 		return 0, invalid("floor %d leaves no room below 2^53-1", floor)
 	}
 	k := c.keys(name)
-	rs := fanout(ctx, c.nodes, c.cfg.nodeTimeout, advanceOp(k, floor), nil)
+	rs := fanout(ctx, c.nodes, c.cfg.nodeTimeout, advanceOp(k, floor, c.counter()), nil)
 	ok, low := 0, uint64(0)
 	for _, r := range rs {
 		if r.err == nil {

@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fencelock/fencelock/fence"
-	"github.com/fencelock/fencelock/internal/script"
+	"github.com/fencelock/fencelock/internal/protocol"
 	"github.com/fencelock/fencelock/lease"
 	"github.com/fencelock/fencelock/lease/redlock"
 )
@@ -84,7 +84,7 @@ func TestAcquireRefreshRelease(t *testing.T) {
 	ctx := ctxFor(t, 10*time.Second)
 	c := newLocker(t, sharedRDB)
 	n := name(t)
-	keys := script.KeysFor(redlock.DefaultPrefix, n)
+	keys := protocol.KeysFor(redlock.DefaultPrefix, n)
 
 	before := time.Now()
 	l, err := c.TryAcquire(ctx, n, 10*time.Second)
@@ -104,7 +104,7 @@ func TestAcquireRefreshRelease(t *testing.T) {
 
 	// Every node holds it under the same holder.
 	for i, rdb := range sharedRDB {
-		st, err := script.Inspect(ctx, rdb, keys)
+		st, err := protocol.Inspect(ctx, rdb, keys)
 		require.NoError(t, err)
 		assert.Equal(t, l.Holder(), st.Holder, "node %d", i)
 	}
@@ -119,7 +119,7 @@ func TestAcquireRefreshRelease(t *testing.T) {
 	time.Sleep(5 * time.Millisecond)
 	require.NoError(t, l.Refresh(ctx, 20*time.Second))
 	assert.True(t, l.Deadline().After(old.Add(9*time.Second)))
-	st, err := script.Inspect(ctx, sharedRDB[0], keys)
+	st, err := protocol.Inspect(ctx, sharedRDB[0], keys)
 	require.NoError(t, err)
 	assert.Greater(t, st.PTTL, 15*time.Second)
 	assert.Equal(t, tok, l.Token(), "refresh keeps the token")
@@ -132,7 +132,7 @@ func TestAcquireRefreshRelease(t *testing.T) {
 	assert.NoError(t, l.Release(ctx), "second release")
 	assert.ErrorIs(t, l.Refresh(ctx, time.Second), redlock.ErrReleased)
 	for i, rdb := range sharedRDB {
-		st, err := script.Inspect(ctx, rdb, keys)
+		st, err := protocol.Inspect(ctx, rdb, keys)
 		require.NoError(t, err)
 		assert.Empty(t, st.Holder, "node %d", i)
 	}
@@ -147,7 +147,7 @@ func TestRefreshResetsLostKeysAndDetectsLoss(t *testing.T) {
 	ctx := ctxFor(t, 10*time.Second)
 	c := newLocker(t, sharedRDB, redlock.WithQuorumFencing(true))
 	n := name(t)
-	keys := script.KeysFor(redlock.DefaultPrefix, n)
+	keys := protocol.KeysFor(redlock.DefaultPrefix, n)
 	l, err := c.TryAcquire(ctx, n, 10*time.Second)
 	require.NoError(t, err)
 	defer l.Release(context.WithoutCancel(ctx))
@@ -160,7 +160,7 @@ func TestRefreshResetsLostKeysAndDetectsLoss(t *testing.T) {
 	}
 	require.NoError(t, l.Refresh(ctx, 10*time.Second))
 	for i, rdb := range sharedRDB {
-		st, err := script.Inspect(ctx, rdb, keys)
+		st, err := protocol.Inspect(ctx, rdb, keys)
 		require.NoError(t, err)
 		assert.Equal(t, l.Holder(), st.Holder, "node %d", i)
 		assert.GreaterOrEqual(t, st.LastSeq, l.Token().Seq, "node %d", i)
@@ -182,7 +182,7 @@ func TestRefreshResetsLostKeysAndDetectsLoss(t *testing.T) {
 	// The lost lease is released everywhere, in the background.
 	for i, rdb := range sharedRDB {
 		assert.Eventually(t, func() bool {
-			st, err := script.Inspect(ctx, rdb, keys)
+			st, err := protocol.Inspect(ctx, rdb, keys)
 			return err == nil && st.Holder == ""
 		}, 5*time.Second, 10*time.Millisecond, "node %d", i)
 	}

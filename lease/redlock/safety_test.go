@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fencelock/fencelock/fence"
-	"github.com/fencelock/fencelock/internal/script"
+	"github.com/fencelock/fencelock/internal/protocol"
 	"github.com/fencelock/fencelock/lease/redlock"
 	"github.com/fencelock/fencelock/verifier"
 )
@@ -86,7 +86,7 @@ func TestClockJumpBreaksRedlockVerifierSavesData(t *testing.T) {
 	}
 
 	// C's clock jumps: the key expires there long before client 1's ttl.
-	require.NoError(t, rdbs[2].Del(ctx, script.KeysFor(redlock.DefaultPrefix, n).Lock).Err())
+	require.NoError(t, rdbs[2].Del(ctx, protocol.KeysFor(redlock.DefaultPrefix, n).Lock).Err())
 
 	l2, err := c2.TryAcquire(ctx, n, 30*time.Second)
 	require.NoError(t, err, "client 2 gets C, D, E")

@@ -1,0 +1,17 @@
+-- A fair waiter gives up: drop its ticket and, when ARGV[6] is '1' and the
+-- lock was handed to it meanwhile, hand the lock on (a re-acquire under a
+-- known holder id passes '0': the lock may be one it held before).
+-- KEYS[1] lock, KEYS[2] counter, KEYS[3] queue, KEYS[4] tickets.
+-- ARGV[1] holder id, ARGV[2] channel, ARGV[3] counter ttl ms, ARGV[4] '1'
+-- to lift the counter to the clock, ARGV[5] '1' for SPUBLISH, ARGV[6] pass on.
+-- Returns 1 when it released the lock, else 0.
+dequeue(ARGV[1])
+if ARGV[6] ~= '1' or not held_by(ARGV[1]) then
+  return 0
+end
+redis.call('DEL', KEYS[1])
+local err = hand_off(ARGV[2], ARGV[3], ARGV[4], ARGV[5])
+if err then
+  return err
+end
+return 1

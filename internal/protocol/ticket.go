@@ -1,0 +1,42 @@
+package protocol
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// TicketTTL is how long a fair waiter's ticket lives without renewal. A
+// waiter renews it with every try, at least every TicketTTL/3, so a waiter
+// that died drops out of the queue within TicketTTL.
+const TicketTTL = 2 * time.Second
+
+// Ticket is a fair waiter's entry in the lock's tickets hash:
+// "expiry_ms:ttl_ms:attempt", written by the fair try (acquire_fair.lua)
+// and read by the release that hands the lock on.
+type Ticket struct {
+	Expires time.Time     // the server's clock, to the millisecond
+	TTL     time.Duration // the ttl the lock is handed over with
+	Attempt Attempt       // the try that wrote the ticket
+}
+
+// ParseTicket reads a ticket.
+func ParseTicket(s string) (Ticket, error) {
+	parts := strings.Split(s, ":")
+	if len(parts) != 3 {
+		return Ticket{}, fmt.Errorf("protocol: bad ticket %q", s)
+	}
+	exp, err1 := strconv.ParseInt(parts[0], 10, 64)
+	ttl, err2 := strconv.ParseInt(parts[1], 10, 64)
+	a, err3 := ParseAttempt(parts[2])
+	if err1 != nil || err2 != nil || err3 != nil || ttl <= 0 {
+		return Ticket{}, fmt.Errorf("protocol: bad ticket %q", s)
+	}
+	return Ticket{Expires: time.UnixMilli(exp), TTL: time.Duration(ttl) * time.Millisecond, Attempt: a}, nil
+}
+
+// String is the ticket's stored form.
+func (t Ticket) String() string {
+	return strconv.FormatInt(t.Expires.UnixMilli(), 10) + ":" + strconv.FormatInt(ms(t.TTL), 10) + ":" + t.Attempt.String()
+}
