@@ -12,20 +12,24 @@ import (
 	"github.com/fencelock/fencelock/verifier"
 )
 
-// A Redis without persistence restarts and forgets the lock's counter: the
-// next token repeats a Seq the storage has already accepted, and the
-// verifier rejects it. heal.Write sees that the lease still holds the lock,
-// lifts the counter past the storage's highest Seq, and the write lands.
+// A Redis without persistence restarts and forgets the lock's counter,
+// which had been lifted above the server's clock (the storage had seen
+// tokens of another Redis): the next token starts from the clock, below a
+// Seq the storage has already accepted, and the verifier rejects it.
+// heal.Write sees that the lease still holds the lock, lifts the counter
+// past the storage's highest Seq, and the write lands. (A lost counter that
+// was not above the clock needs no healing: see the counter rule in
+// package lease.)
 func ExampleWrite() {
 	ctx := context.Background()
-	// Counters kept forever count 1, 2, 3... and start again from 1 when
-	// lost. (With the default counter ttl a lost counter starts from the
-	// server's clock, above every token it issued, and needs no healing.)
-	locks, err := lease.New(shared, lease.WithCounterTTL(0))
+	locks, err := lease.New(shared)
 	if err != nil {
 		panic(err)
 	}
 	const lock = "example:accounts/7" // the lock and the resource it guards
+	if _, err := locks.Advance(ctx, lock, uint64(time.Now().UnixMicro())+1e12); err != nil {
+		panic(err)
+	}
 	balance := 100
 	store := verifier.NewMemory()
 	debit := func(ctx context.Context, tok fence.Token) error {

@@ -44,9 +44,9 @@ func newClient(t testing.TB, opts ...lease.Option) *lease.Client {
 	return c
 }
 
-// countingClient returns a lease client on the shared Redis whose tokens
-// count 1, 2, 3...: counters that never expire (and so never start from the
-// clock), for the tests of the counter's arithmetic.
+// countingClient returns a lease client on the shared Redis whose counters
+// never expire: on a lock given a counter at 0 (see counting), its tokens
+// count 1, 2, 3..., for the tests of the counter's arithmetic.
 func countingClient(t testing.TB, opts ...lease.Option) *lease.Client {
 	t.Helper()
 	return newClient(t, append([]lease.Option{lease.WithCounterTTL(0)}, opts...)...)

@@ -84,21 +84,30 @@ func TestInspectHolderAndWaiters(t *testing.T) {
 func TestAdvance(t *testing.T) {
 	t.Parallel()
 	name := lockName(t)
-	r := fl(t, "", on("advance", name, "1000")...)
-	if r.code != 0 || strings.TrimSpace(r.stdout) != "1000" {
-		t.Fatalf("advance to 1000: exit %d, printed %q", r.code, r.stdout)
+	// A missing counter stands at the server's clock (the counter rule):
+	// a floor below it does not bring tokens back to 5, 6...
+	before := uint64(time.Now().UnixMicro())
+	r := fl(t, "", on("advance", name, "5")...)
+	if n, err := strconv.ParseUint(strings.TrimSpace(r.stdout), 10, 64); r.code != 0 || err != nil || n+1e6 < before {
+		t.Fatalf("advance of a missing counter to 5: exit %d, printed %q, want the clock (about %d)", r.code, r.stdout, before)
+	}
+	floor := before + 1e12 // above the clock
+	want := strconv.FormatUint(floor, 10)
+	r = fl(t, "", on("advance", name, want)...)
+	if r.code != 0 || strings.TrimSpace(r.stdout) != want {
+		t.Fatalf("advance to %s: exit %d, printed %q", want, r.code, r.stdout)
 	}
 	// An atomic max: a lower floor leaves it.
 	r = fl(t, "", on("advance", "--json", name, "5")...)
-	if r.code != 0 || !strings.Contains(r.stdout, `"counter": 1000`) {
+	if r.code != 0 || !strings.Contains(r.stdout, `"counter": `+want) {
 		t.Fatalf("advance to 5: exit %d, printed %q", r.code, r.stdout)
 	}
-	if v := inspectJSON(t, on(name)...); v.Counter != 1000 {
-		t.Fatalf("counter %d after advance, want 1000", v.Counter)
+	if v := inspectJSON(t, on(name)...); v.Counter != floor {
+		t.Fatalf("counter %d after advance, want %d", v.Counter, floor)
 	}
 	r = fl(t, "", on("run", name, "--", "sh", "-c", printToken)...)
-	if tok := parseRunOutput(t, r.stdout, name); tok.Seq <= 1000 {
-		t.Fatalf("token after advance %v, want Seq > 1000", tok)
+	if tok := parseRunOutput(t, r.stdout, name); tok.Seq <= floor {
+		t.Fatalf("token after advance %v, want Seq > %d", tok, floor)
 	}
 }
 
@@ -147,13 +156,14 @@ func TestRedlock(t *testing.T) {
 		t.Fatalf("waiter: exit %d", r.code)
 	}
 
-	r = fl(t, "", append(flags, "advance", name, "500")...)
-	if r.code != 0 || strings.TrimSpace(r.stdout) != "500" {
+	floor := uint64(time.Now().UnixMicro()) + 1e12 // above the nodes' clocks
+	r = fl(t, "", append(flags, "advance", name, strconv.FormatUint(floor, 10))...)
+	if r.code != 0 || strings.TrimSpace(r.stdout) != strconv.FormatUint(floor, 10) {
 		t.Fatalf("advance: exit %d, printed %q", r.code, r.stdout)
 	}
 	r = fl(t, "", append(flags, "run", name, "--", "sh", "-c", printToken)...)
-	if tok := parseRunOutput(t, r.stdout, name); tok.Seq <= 500 {
-		t.Fatalf("token after advance %v, want Seq > 500", tok)
+	if tok := parseRunOutput(t, r.stdout, name); tok.Seq <= floor {
+		t.Fatalf("token after advance %v, want Seq > %d", tok, floor)
 	}
 
 	// One node of three down: the majority still serves, inspect names the
@@ -162,11 +172,11 @@ func TestRedlock(t *testing.T) {
 		t.Fatal(err)
 	}
 	r = fl(t, "", append(flags, "run", name, "--", "sh", "-c", printToken)...)
-	if tok := parseRunOutput(t, r.stdout, name); r.code != 0 || tok.Seq <= 501 {
+	if tok := parseRunOutput(t, r.stdout, name); r.code != 0 || tok.Seq <= floor+1 {
 		t.Fatalf("run with a node down: exit %d, token %v", r.code, tok)
 	}
 	v = inspectJSON(t, append(flags, name)...)
-	if v.Held || v.Counter <= 501 || v.Nodes[2].Answered || v.Nodes[2].Error == "" || !v.Nodes[0].Answered {
+	if v.Held || v.Counter <= floor+1 || v.Nodes[2].Answered || v.Nodes[2].Error == "" || !v.Nodes[0].Answered {
 		t.Fatalf("inspect with a node down: %+v", v)
 	}
 }

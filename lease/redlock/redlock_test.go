@@ -313,17 +313,47 @@ func TestAdvance(t *testing.T) {
 	ctx := ctxFor(t, 10*time.Second)
 	c := newLocker(t, sharedRDB, redlock.WithQuorumFencing(true))
 	n := name(t)
+	// A missing counter stands at the nodes' clocks: a low floor does not
+	// bring it down (the counter rule).
+	before := uint64(time.Now().UnixMicro())
 	counter, err := c.Advance(ctx, n, 1000)
 	require.NoError(t, err)
-	assert.Equal(t, uint64(1000), counter)
+	assert.GreaterOrEqual(t, counter, before-uint64(time.Second.Microseconds()))
+	floor := before + 1e9
+	counter, err = c.Advance(ctx, n, floor)
+	require.NoError(t, err)
+	assert.Equal(t, floor, counter)
 	l, err := c.TryAcquire(ctx, n, time.Second)
 	require.NoError(t, err)
-	assert.Equal(t, uint64(1001), l.Token().Seq)
+	assert.Equal(t, floor+1, l.Token().Seq)
 	require.NoError(t, l.Release(ctx))
+	for i, rdb := range sharedRDB {
+		ttl, err := rdb.PTTL(ctx, protocol.KeysFor(redlock.DefaultPrefix, n).Counter).Result()
+		require.NoError(t, err)
+		assert.Greater(t, ttl, 999*time.Second, "node %d: a counter above the clock lives until the clock passes it", i)
+	}
 }
 
 func TestNodeErrorNamesTheNode(t *testing.T) {
 	e := &redlock.NodeError{Addr: "127.0.0.1:1", Err: redlock.ErrNodeTimeout}
 	assert.True(t, strings.Contains(e.Error(), "127.0.0.1:1"))
 	assert.ErrorIs(t, e, redlock.ErrNodeTimeout)
+}
+
+// TestCountersBounded: quorum fencing's counters expire like the lease's
+// (DefaultCounterTTL after their last write), so one-off lock names leave
+// nothing behind for good.
+func TestCountersBounded(t *testing.T) {
+	ctx := ctxFor(t, 10*time.Second)
+	c := newLocker(t, sharedRDB, redlock.WithQuorumFencing(true))
+	n := name(t)
+	l, err := c.TryAcquire(ctx, n, time.Second)
+	require.NoError(t, err)
+	require.NoError(t, l.Release(ctx))
+	for i, rdb := range sharedRDB {
+		ttl, err := rdb.PTTL(ctx, protocol.KeysFor(redlock.DefaultPrefix, n).Counter).Result()
+		require.NoError(t, err)
+		assert.Positive(t, ttl, "node %d: the counter expires", i)
+		assert.LessOrEqual(t, ttl, redlock.DefaultCounterTTL, "node %d", i)
+	}
 }
