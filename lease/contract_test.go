@@ -158,6 +158,64 @@ func TestNilInputs(t *testing.T) {
 	assert.ErrorIs(t, err, lease.ErrInvalid)
 	assert.ErrorIs(t, l.Release(nilCtx), lease.ErrInvalid)
 	require.NoError(t, l.Release(t.Context()))
+
+	_, err = c.Inspect(nilCtx, name(t))
+	assert.ErrorIs(t, err, lease.ErrInvalid, "Inspect with a nil context")
+	_, err = c.Advance(nilCtx, name(t), 1)
+	assert.ErrorIs(t, err, lease.ErrInvalid, "Advance with a nil context")
+	_, err = nc.Inspect(t.Context(), name(t))
+	assert.ErrorIs(t, err, lease.ErrInvalid, "Inspect on a nil *Client")
+	assert.ErrorIs(t, nc.Close(t.Context()), lease.ErrInvalid, "Close on a nil *Client")
+	assert.ErrorIs(t, c.Close(nilCtx), lease.ErrInvalid, "Close with a nil context")
+}
+
+// TestNilLease: a Release deferred before the acquire's error was checked
+// (as redislock's users write it) gets an error, not a panic; so does every
+// other method of a nil *Lease, without I/O.
+func TestNilLease(t *testing.T) {
+	c := newClient(t)
+	n := name(t)
+	held, err := c.TryAcquire(t.Context(), n, time.Minute)
+	require.NoError(t, err)
+	defer held.Release(t.Context())
+	l, err := c.TryAcquire(t.Context(), n, time.Minute)
+	require.ErrorIs(t, err, lease.ErrNotAcquired)
+	require.Nil(t, l)
+	assert.ErrorIs(t, l.Release(t.Context()), lease.ErrInvalid)
+	assert.ErrorIs(t, l.Release(nil), lease.ErrInvalid) //nolint:staticcheck // a nil context on purpose
+	assert.ErrorIs(t, l.Refresh(t.Context(), time.Minute), lease.ErrInvalid)
+	_, err = l.Reissue(t.Context(), 1)
+	assert.ErrorIs(t, err, lease.ErrInvalid)
+	assert.ErrorIs(t, l.Err(), lease.ErrInvalid)
+	assert.False(t, l.Held())
+	assert.Zero(t, l.Token())
+	assert.Zero(t, l.Deadline())
+	assert.Empty(t, l.Name())
+	select {
+	case <-l.Done():
+	default:
+		t.Error("Done of a nil lease is not closed")
+	}
+	assert.ErrorIs(t, context.Cause(l.Context()), lease.ErrInvalid)
+	var li lease.Interface = l
+	assert.ErrorIs(t, li.Release(t.Context()), lease.ErrInvalid, "through the interface too")
+	assert.True(t, held.Held(), "the other lease is untouched")
+}
+
+// TestClosedClient: Close refuses new acquires; leases already held keep
+// working.
+func TestClosedClient(t *testing.T) {
+	c := newClient(t)
+	l, err := c.TryAcquire(t.Context(), name(t), time.Minute)
+	require.NoError(t, err)
+	require.NoError(t, c.Close(t.Context()))
+	require.NoError(t, c.Close(t.Context()), "twice")
+	_, err = c.TryAcquire(t.Context(), name(t), time.Minute)
+	assert.ErrorIs(t, err, lease.ErrInvalid)
+	_, err = c.Acquire(t.Context(), name(t), time.Minute)
+	assert.ErrorIs(t, err, lease.ErrInvalid)
+	require.NoError(t, l.Refresh(t.Context(), time.Minute))
+	require.NoError(t, l.Release(t.Context()))
 }
 
 // TestRefreshAndReleaseAreSerialised: a release racing refreshes wins for

@@ -66,6 +66,9 @@ func (c *Client) request(ctx context.Context, name string, ttl time.Duration, op
 	if ctx == nil {
 		return acquireConfig{}, invalid("nil context")
 	}
+	if c.closed.Load() {
+		return acquireConfig{}, invalid("the client is closed")
+	}
 	if err := c.check(name, ttl); err != nil {
 		return acquireConfig{}, err
 	}

@@ -256,3 +256,32 @@ func TestRedlockInputRules(t *testing.T) {
 	assert.NoError(t, l.Err(), "and that does not end the lease")
 	require.NoError(t, l.Release(ctx))
 }
+
+// TestNilLease: methods on a nil *Lease return an error wrapping
+// ErrInvalid (and so lease.ErrInvalid), never panic, and do no I/O.
+func TestNilLease(t *testing.T) {
+	var l *redlock.Lease
+	assert.ErrorIs(t, l.Release(t.Context()), redlock.ErrInvalid)
+	assert.ErrorIs(t, l.Refresh(t.Context(), time.Minute), redlock.ErrInvalid)
+	_, err := l.Reissue(t.Context(), 1)
+	assert.ErrorIs(t, err, redlock.ErrInvalid)
+	assert.ErrorIs(t, l.Err(), redlock.ErrInvalid)
+	assert.False(t, l.Held())
+	assert.Zero(t, l.Token())
+	<-l.Done()
+	var li lease.Interface = l
+	assert.ErrorIs(t, li.Release(t.Context()), redlock.ErrInvalid)
+}
+
+// TestCloseWaitsForCleanup: Close returns once the background release of a
+// failed attempt is done, and refuses a nil context.
+func TestCloseWaitsForCleanup(t *testing.T) {
+	c := newLocker(t, sharedRDB)
+	var nilCtx context.Context
+	assert.ErrorIs(t, c.Close(nilCtx), redlock.ErrInvalid)
+	var nc *redlock.Client
+	assert.ErrorIs(t, nc.Close(t.Context()), redlock.ErrInvalid)
+	require.NoError(t, c.Close(t.Context()), "nothing pending")
+	_, err := c.TryAcquire(t.Context(), name(t), time.Minute)
+	assert.ErrorIs(t, err, redlock.ErrInvalid, "closed")
+}

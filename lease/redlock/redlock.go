@@ -2,6 +2,7 @@ package redlock
 
 import (
 	"context"
+	"sync/atomic"
 	"fmt"
 	"slices"
 	"strings"
@@ -29,18 +30,21 @@ type Client struct {
 	// pending are background cleanups (the release after a failed
 	// attempt), which Close waits for.
 	pending lifetime.Pending
+	closed  atomic.Bool
 }
 
 // Close waits, until ctx ends, for the client's background cleanups: the
 // release of a failed attempt's lock on the nodes that may have granted
 // it. A process that exits right after an Acquire ended calls it, so that
-// it leaves no lock behind for its ttl. The client stays usable, and Close
-// does not close the node clients; its error is ctx's when cleanups were
-// still running.
+// it leaves no lock behind for its ttl. Afterwards Acquire and TryAcquire
+// fail with ErrInvalid; leases already held keep working. Close does not
+// close the node clients, and its error is ctx's when cleanups were still
+// running. Closing twice is fine.
 func (c *Client) Close(ctx context.Context) error {
 	if c == nil || ctx == nil {
 		return invalid("nil client or context")
 	}
+	c.closed.Store(true)
 	return c.pending.Wait(ctx)
 }
 
