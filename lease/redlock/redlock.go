@@ -2,10 +2,10 @@ package redlock
 
 import (
 	"context"
-	"sync/atomic"
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
