@@ -8,6 +8,9 @@
 -- Returns the counter afterwards.
 local now = clock_us()
 local seq = tonumber(ARGV[2])
+if seq > MAX_SEQ then
+  return redis.error_reply('fencelock: seq past 2^53-1')
+end
 local c, present = counter_now(now)
 if c < seq or not present then
   c = math.max(c, seq)

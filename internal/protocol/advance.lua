@@ -6,6 +6,9 @@
 local now = clock_us()
 local c, present = counter_now(now)
 local floor = tonumber(ARGV[1])
+if floor > MAX_SEQ then
+  return redis.error_reply('fencelock: floor past 2^53-1')
+end
 if c < floor or not present then
   c = math.max(c, floor)
   store_counter(c, ARGV[2], now)

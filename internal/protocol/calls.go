@@ -132,6 +132,9 @@ func ParseTryReply(reply any) (TryResult, error) {
 	if !ok1 || !ok2 {
 		return TryResult{}, fmt.Errorf("acquire script: unexpected reply %v", reply)
 	}
+	if code < int64(Held) || code > int64(Reserved) {
+		return TryResult{}, fmt.Errorf("acquire script: unexpected reply %v", reply)
+	}
 	switch Outcome(code) {
 	case Acquired, Reacquired:
 		if n < 0 {

@@ -99,8 +99,10 @@ local function live_head()
     local t = redis.call('HGET', KEYS[4], h)
     if t then
       local a = string.find(t, ':', 1, true)
-      local b = string.find(t, ':', a + 1, true)
-      if tonumber(string.sub(t, 1, a - 1)) > now then
+      local b = a and string.find(t, ':', a + 1, true)
+      -- a ticket that is not "expiry:ttl:attempt" with a ttl of at least
+      -- 1ms is dropped like an expired one
+      if b and tonumber(string.sub(t, 1, a - 1)) > now and (tonumber(string.sub(t, a + 1, b - 1)) or 0) >= 1 then
         return h, string.sub(t, a + 1, b - 1), string.sub(t, b + 1)
       end
     end
@@ -139,12 +141,15 @@ local function publish(channel, msg, sharded)
   redis.call('PUBLISH', channel, msg)
 end
 
--- hand_off gives a free fair lock to the live head of the queue with a new
--- token and tells it so: "holder:seq:attempt". Nothing when nobody waits.
--- Returns an error reply past 2^53-1, else nil.
+-- hand_off lets go of the lock, which the caller holds: it gives it to the
+-- live head of the queue with a new token (overwriting the caller's value)
+-- and tells it so, "holder:seq:attempt", or deletes it when nobody waits.
+-- Past 2^53-1 it returns an error reply and changes nothing but the
+-- expired tickets it dropped; else nil.
 local function hand_off(channel, counter_ttl, clock_floor, sharded)
   local head, ttl, attempt = live_head()
   if not head then
+    redis.call('DEL', KEYS[1])
     return nil
   end
   local seq = next_seq(counter_ttl, clock_floor)

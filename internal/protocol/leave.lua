@@ -9,7 +9,6 @@ dequeue(ARGV[1])
 if ARGV[6] ~= '1' or not held_by(ARGV[1]) then
   return 0
 end
-redis.call('DEL', KEYS[1])
 local err = hand_off(ARGV[2], ARGV[3], ARGV[4], ARGV[5])
 if err then
   return err

@@ -72,7 +72,7 @@ func TestMessage(t *testing.T) {
 			"h", "h:5", "h:5:", ":5:7", "h::7", "::", ":", // missing parts
 			"h:5:7:9", "h:5:7:", "a:b:5:7", // extra parts (a holder has no ':')
 			"h:0:7", "h:05:7", "h:00:7", "h:-5:7", "h:+5:7", "h:x:7", "h: 5:7", "h:5.0:7", // bad seq
-			"h:18446744073709551616:7", // seq past uint64
+			"h:18446744073709551616:7",           // seq past uint64
 			"h:5:0", "h:5:07", "h:5:x", "h:5:-7", // bad attempt
 			" ", "\n",
 		} {

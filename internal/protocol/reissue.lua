@@ -7,6 +7,9 @@
 -- KEYS[1] lock, KEYS[2] counter; ARGV[1] holder id, ARGV[2] floor,
 -- ARGV[3] counter ttl ms ('0': forever).
 -- Returns the new Seq, or 0 when the holder no longer has the lock.
+if tonumber(ARGV[2]) > MAX_SEQ then
+  return redis.error_reply('fencelock: floor past 2^53-1')
+end
 local now = clock_us()
 local c = math.max(counter_now(now), tonumber(ARGV[2]))
 if not held_by(ARGV[1]) then
