@@ -150,13 +150,13 @@ type backend struct {
 	tok  fence.Token // Key and Holder; Seq is the lifetime's
 }
 
-func (b *backend) Refresh(ctx context.Context, ttl time.Duration) error {
-	ok, err := protocol.Refresh(ctx, b.c.rdb, b.keys, b.tok.Holder, ttl)
+func (b *backend) Refresh(ctx context.Context, tok fence.Token, ttl time.Duration) error {
+	ok, err := protocol.Refresh(ctx, b.c.rdb, b.keys, tok.Holder, tok.Seq, ttl)
 	if err != nil {
 		return fmt.Errorf("lease: refresh %q: %w", b.tok.Key, err)
 	}
 	if !ok {
-		return fmt.Errorf("%w: %q is no longer held by %s", ErrLost, b.tok.Key, b.tok.Holder)
+		return fmt.Errorf("%w: %q is no longer held by %s with Seq %d", ErrLost, tok.Key, tok.Holder, tok.Seq)
 	}
 	return nil
 }

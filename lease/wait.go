@@ -138,7 +138,9 @@ func (c *Client) wait(ctx context.Context, req request, p *emit.Progress) (l *Le
 // the ticket the release used, so the handoff, and with it the key's ttl,
 // came after it was sent, however late the message is read and whatever
 // tries were sent since. When that leaves less than half the ttl, one
-// refresh, timed from before it is sent, must confirm the lock first.
+// refresh, timed from before it is sent, must confirm the lock first, with
+// the message's Seq: the lock may have been handed to this waiter again
+// since, with a newer token.
 func (c *Client) handedOff(ctx context.Context, req request, m protocol.Message, tries recent) *Lease {
 	if !m.Handoff || m.Holder != req.try.Holder || lifetime.Ended(ctx) != nil {
 		return nil
@@ -150,7 +152,7 @@ func (c *Client) handedOff(ctx context.Context, req request, m protocol.Message,
 	valid := lifetime.Validity(req.ttl, c.cfg.driftFactor)
 	if time.Until(start.Add(valid)) < req.ttl/2 {
 		start = time.Now()
-		held, err := protocol.Refresh(ctx, c.rdb, req.keys, req.try.Holder, req.ttl)
+		held, err := protocol.Refresh(ctx, c.rdb, req.keys, m.Holder, m.Seq, req.ttl)
 		if err != nil || !held || lifetime.Ended(ctx) != nil {
 			return nil // the next try, or the leave, finds out what became of it
 		}

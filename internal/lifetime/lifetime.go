@@ -19,10 +19,11 @@ import (
 
 // Backend is what a lease kind does on its servers.
 type Backend interface {
-	// Refresh extends the lock to ttl. An error wrapping the owner's Lost
-	// sentinel means the lock is gone; the lease then ends with that error.
-	// Any other error leaves the lease as it was.
-	Refresh(ctx context.Context, ttl time.Duration) error
+	// Refresh extends the lock, held with tok (the lease's current token),
+	// to ttl. An error wrapping the owner's Lost sentinel means the lock is
+	// gone, or held with another token; the lease then ends with that
+	// error. Any other error leaves the lease as it was.
+	Refresh(ctx context.Context, tok fence.Token, ttl time.Duration) error
 	// Release gives the lock up.
 	Release(ctx context.Context) error
 	// Reissue gives the holder a new Seq above both its counter(s) and
@@ -161,7 +162,7 @@ func (l *Life) refresh(ctx context.Context, ttl time.Duration, keepAlive bool) (
 	}
 	start := time.Now()
 	cctx, stop := l.bound(ctx)
-	err = l.b.Refresh(cctx, ttl)
+	err = l.b.Refresh(cctx, l.Token(), ttl)
 	stop()
 	if err != nil {
 		return l.fail(WithCtx(ctx, err))

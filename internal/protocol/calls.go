@@ -169,9 +169,14 @@ func AcquireUnfenced(ctx context.Context, c redis.Cmdable, k Keys, holder string
 	return TryResult{PTTL: pttl}, nil
 }
 
-// Refresh sets the lock's ttl if holder still has it, and reports whether it did.
-func Refresh(ctx context.Context, c redis.Scripter, k Keys, holder string, ttl time.Duration) (bool, error) {
-	n, err := refresh.Run(ctx, c, []string{k.Lock}, holder, ms(ttl)).Int64()
+// Refresh sets the lock's ttl if holder still has it with token seq (any
+// of its tokens when seq is 0), and reports whether it did.
+func Refresh(ctx context.Context, c redis.Scripter, k Keys, holder string, seq uint64, ttl time.Duration) (bool, error) {
+	s := ""
+	if seq != 0 {
+		s = strconv.FormatUint(seq, 10)
+	}
+	n, err := refresh.Run(ctx, c, []string{k.Lock}, holder, ms(ttl), s).Int64()
 	return n == 1, err
 }
 

@@ -220,7 +220,7 @@ func TestAcquireFairReserved(t *testing.T) {
 	require.Equal(t, protocol.Acquired, res.Outcome)
 	assert.Greater(t, res.Seq, before)
 	assert.False(t, exists(t, k.Queue), "a try that got the lock does not queue")
-	ok, err := protocol.Refresh(ctx, rdb, k, "a", 5*time.Second)
+	ok, err := protocol.Refresh(ctx, rdb, k, "a", 0, 5*time.Second)
 	require.NoError(t, err)
 	require.True(t, ok)
 	// w1 queues behind a, then the lock goes free (deleted: no handoff).
@@ -499,20 +499,31 @@ func TestLeave(t *testing.T) {
 func TestRefresh(t *testing.T) {
 	ctx := t.Context()
 	k := keysFor(t)
-	ok, err := protocol.Refresh(ctx, rdb, k, "a", time.Second)
+	ok, err := protocol.Refresh(ctx, rdb, k, "a", 0, time.Second)
 	require.NoError(t, err)
 	assert.False(t, ok, "free lock")
 	seq := take(t, k, "a", time.Second)
-	ok, err = protocol.Refresh(ctx, rdb, k, "a", 30*time.Second)
+	ok, err = protocol.Refresh(ctx, rdb, k, "a", 0, 30*time.Second)
 	require.NoError(t, err)
 	assert.True(t, ok)
 	within(t, 30*time.Second, pttl(t, k.Lock), time.Second, "refreshed ttl")
 	assert.Equal(t, protocol.LockValue("a", seq), lockValue(t, k))
 	assert.Equal(t, seq, counterValue(t, k), "a refresh issues no Seq")
-	ok, err = protocol.Refresh(ctx, rdb, k, "b", time.Minute)
+	ok, err = protocol.Refresh(ctx, rdb, k, "b", 0, time.Minute)
 	require.NoError(t, err)
 	assert.False(t, ok)
 	within(t, 30*time.Second, pttl(t, k.Lock), time.Second, "ttl untouched by another holder")
+
+	// With a Seq, only that token of the holder is refreshed: after a late
+	// handoff message, the lock may be the same holder's with a newer one.
+	ok, err = protocol.Refresh(ctx, rdb, k, "a", seq+1, time.Minute)
+	require.NoError(t, err)
+	assert.False(t, ok, "another token of the same holder")
+	within(t, 30*time.Second, pttl(t, k.Lock), time.Second, "ttl untouched for another token")
+	ok, err = protocol.Refresh(ctx, rdb, k, "a", seq, time.Minute)
+	require.NoError(t, err)
+	assert.True(t, ok, "the holder's own token")
+	within(t, time.Minute, pttl(t, k.Lock), time.Second, "refreshed with the token")
 }
 
 func TestReissue(t *testing.T) {

@@ -43,9 +43,7 @@ func newLease(c *Client, k protocol.Keys, tok fence.Token, start time.Time, ttl 
 	cfg := lifetime.Config{Lost: ErrLost, Released: ErrReleased, Invalid: ErrInvalid,
 		DriftFactor: c.cfg.driftFactor, TTL: ttl, KeepAlive: ac.interval,
 		Hooks: c.cfg.hooks, Kind: observe.KindRedlock}
-	l := &Lease{life: lifetime.Start(b, tok, start, ttl, cfg)}
-	b.life = l.life
-	return l
+	return &Lease{life: lifetime.Start(b, tok, start, ttl, cfg)}
 }
 
 // Token returns the fencing token of this lease: Key is the lock name,
@@ -148,11 +146,10 @@ func (l *Lease) Reissue(ctx context.Context, floor uint64) (fence.Token, error) 
 type backend struct {
 	c    *Client
 	keys protocol.Keys
-	tok  fence.Token // Key and Holder
-	life *lifetime.Life
+	tok  fence.Token // Key and Holder; Seq is the lifetime's
 }
 
-func (b *backend) Refresh(ctx context.Context, ttl time.Duration) error {
+func (b *backend) Refresh(ctx context.Context, tok fence.Token, ttl time.Duration) error {
 	c, name := b.c, b.tok.Key
 	rs := fanout(ctx, c.nodes, c.cfg.nodeTimeout, acquireOp(b.keys, c.tryFor(b.tok.Holder, ttl), true), nil)
 	held, gone := 0, 0
@@ -179,7 +176,7 @@ func (b *backend) Refresh(ctx context.Context, ttl time.Duration) error {
 			name, held, len(c.nodes), c.quorum), lifetime.Ended(ctx), failed(rs))
 	}
 	if c.cfg.quorumFencing && len(reset) > 0 {
-		fanout(ctx, reset, c.cfg.nodeTimeout, adoptOp(b.keys, b.tok.Holder, b.life.Token().Seq, c.counter()), nil)
+		fanout(ctx, reset, c.cfg.nodeTimeout, adoptOp(b.keys, b.tok.Holder, tok.Seq, c.counter()), nil)
 	}
 	return nil
 }

@@ -1,0 +1,134 @@
+// Package model is an explicit-state model checker for the fair lock
+// protocol: the scripts of package protocol (acquire_fair.lua,
+// release_fair.lua, leave.lua, refresh.lua, advance.lua over common.lua) and the waiting loop of
+// lease/wait.go. It is pure Go and needs no Redis, so the protocol's
+// properties are checked in every `go test` run, in seconds.
+//
+// # Why a model
+//
+// The failures that matter need a particular schedule: a message read
+// after a timer, a reply that arrives after the lock expired, a client
+// paused between two steps. Tests against a real server hit such
+// schedules by luck. The model enumerates them: [Check] visits every
+// state reachable within a bound, breadth first, so a violation comes
+// with one of the shortest schedules that produce it; [Walk] and [Walks]
+// follow seeded random schedules further than exhaustive search reaches,
+// and a seed replays its walk step for step.
+//
+// # The abstraction
+//
+// Time is discrete: one tick is "a while", and the server clock reads
+// tick*1000 µs, so INCR (one per acquisition) never overtakes it. The
+// lock's ttl, the ticket lifetime and the waiter's poll interval are a
+// few ticks (Config.TTL, TicketTTL, Poll). Everything else happens
+// between ticks, in any order:
+//
+//   - The server is one Redis: the lock key (holder, seq, expiry), the
+//     counter (value, optional expiry), and the queue of holder ids with
+//     their tickets (expiry, and in Fixed the attempt that renewed it),
+//     both queue keys expiring together. Keys expire as ticks pass. A
+//     restart loses all of them and executes nothing more in that tick.
+//   - The network holds requests (a try, release, leave or refresh), their
+//     replies, and handoff messages, as unordered sets: any one may be
+//     taken next, so delays and reordering are free. Handoff messages may
+//     also be lost or duplicated within a budget.
+//   - A client runs Acquire calls one after the other (Config.Acquisitions),
+//     each as wait.go does: send a try (recording its send tick under a
+//     fresh attempt id), block on the reply, and on "held" or "queued"
+//     wait for a handoff message or the timer, then try again. A client
+//     that takes no step is paused; its timer then fires late, and when it
+//     runs again its timer and old messages are all ready, in any order.
+//     A waiter may give up (its leave is sent; Old may also exit without
+//     sending it) or be killed (it stops; its requests may still arrive).
+//   - Each Acquire has its own holder id, as in lease by default. With
+//     Config.ReuseHolder a client keeps one id (lease.WithHolder): its
+//     leave then only dequeues (leave.lua without pass-on), and its next
+//     Acquire starts once its release has run (Release is synchronous).
+//   - The counter follows next_seq: one more than the counter, lifted to
+//     the clock with Config.ClockFloor; a missing counter starts at the
+//     clock (the old rule, Config.OldCounter: at 1 when it has no ttl). Advance
+//     lifts it to the highest seq issued or above the clock; under the new
+//     rule the counter then lives at least until the clock passes it.
+//
+// Each step corresponds to code:
+//
+//	model step             real code
+//	try sent / run         c.try in wait.go / acquire_fair.lua
+//	reply read             c.try returning: newLease from sent, or wait
+//	timer fires            the timer case of wait's select, then c.try
+//	handoff read           the w.Wake() case: handedOff, maybe l.Refresh
+//	refresh run            refresh.lua (Fixed: holder and seq must match)
+//	release sent / run     Lease.Release / release_fair.lua
+//	leave sent / run       wait's deferred c.leave / leave.lua
+//	Advance                advance.lua
+//
+// Two reductions keep the search small without losing behaviours: a
+// "held" or "queued" reply is read as soon as the server sends it (a
+// waiter that read it later could do nothing a waiter from now cannot:
+// its timer would only fire later), and states that differ only by the
+// names of the clients are one state (they run the same code).
+//
+// # The variants
+//
+// Old is the protocol before the fix (main up to a292fb4): the handoff message is "holder:seq", and the
+// lease's deadline counts from the waiter's last sent try. If that try
+// was sent after the handoff, and the handed lock expired before the try
+// ran (so the try only queued again behind a new holder), the waiter
+// takes a lock it no longer has: two holders. [Check] finds this in a few
+// ticks; see TestOldFindsTwoHolders for the trace.
+//
+// Fixed carries the ticket's attempt in the message: the attempt of the
+// try that last renewed the waiter's ticket, which ran before the
+// handoff, so a deadline counted from its send is below the key's expiry.
+// A waiter ignores an attempt it did not send in this Acquire (a message
+// from an earlier Acquire under the same holder id, lease.WithHolder).
+// When the deadline leaves less than half the ttl, it refreshes first,
+// and that refresh must match the whole lock value, holder and seq: a
+// refresh by holder alone (refresh.lua before the fix, Config.RefreshByHolder)
+// lets a handoff message read late renew a lock that its holder got
+// again, later, with a newer token, and the lease then carries the older
+// token after another client's newer one (property (b) fails).
+//
+// # Properties
+//
+// (a) Exclusion: no two clients hold live leases on locks of the same
+// server epoch at once. Held means Acquire returned the lease, its local
+// deadline has not passed and it has not been released. Leases of
+// different epochs may overlap: a restart lost the lock, and only the
+// verifier, through (b), can keep order then. The held interval starts
+// when the client gets the lease, not at the send of the winning try as
+// DESIGN.md words the window: counted from the send, a try sent while
+// another client held the lock, and run after its release, would count
+// as an overlap that no one can act on.
+//
+// (b) Order: every seq the server issues is above every seq issued
+// before, across expiry and restarts (counters never go back); and a
+// lease that is live when its client gets it carries a token above every
+// token gotten live before in its epoch or an earlier one (the same token
+// again only for the same holder, a re-acquire).
+//
+// (c) Liveness: once every client is out of Acquire and holds nothing,
+// and no request is in flight, for Config.LivenessBound ticks (default
+// TTL + TicketTTL), no lock key and no live ticket is left.
+//
+// # Bounds
+//
+// Exhaustive search is bounded by the horizon (ticks), the clients (up to
+// 4), the Acquires per client, the tries per Acquire, and the fault
+// budgets. TestFixedHolds runs three clients over four to six ticks (ttl
+// 2 or 3, ticket lifetime 3, poll 1, three tries per Acquire), each kind
+// of fault in at least one configuration, plus two clients with two
+// Acquires each under one holder id: one to two million states each,
+// about eleven million in all. Result.Events shows that the paths that
+// matter (handoff, handoff refresh, its failure, ...) were taken.
+// TestFixedWalks adds 20,000 seeded walks over 30 ticks with four
+// clients, three Acquires each and every kind of fault.
+//
+// Nothing here covers a pause after Acquire returns (Kleppmann's case,
+// the verifier's job), clock drift between client and server beyond
+// Config.Drift, a refresh that fails with an I/O error (handedOff then
+// returns the lease with its unrefreshed deadline, which Fixed makes
+// safe, as in the no-refresh path), or more than one Redis. A try whose
+// reply is lost is a give-up while the try is in flight: Acquire fails
+// and leaves, and the try may still run later.
+package model

@@ -1,0 +1,189 @@
+package model
+
+import (
+	"reflect"
+	"testing"
+	"time"
+)
+
+// check runs Check and logs its size and time.
+func check(t *testing.T, cfg Config) Result {
+	t.Helper()
+	start := time.Now()
+	r, err := Check(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d states, %d transitions, depth %d, in %v", r.States, r.Transitions, r.Depth, time.Since(start).Round(time.Millisecond))
+	return r
+}
+
+// TestOldFindsTwoHolders: the old protocol lets a waiter take a handoff
+// whose lock expired, counting its lease from a try sent after it.
+func TestOldFindsTwoHolders(t *testing.T) {
+	t.Parallel()
+	r := check(t, Config{Variant: Old, Horizon: 3})
+	if r.Property != Exclusion {
+		t.Fatalf("want an exclusion violation, got %q %s", r.Property, r.Violation)
+	}
+	t.Logf("%s\n%s", r.Violation, r.TraceString())
+	if len(r.Trace) > 16 {
+		t.Errorf("trace of %d steps; breadth first should find one of 15", len(r.Trace))
+	}
+}
+
+// TestFixedHolds: the fixed protocol keeps (a), (b) and (c) in every
+// state, with each kind of fault in at least one configuration.
+func TestFixedHolds(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+	}{
+		{"lost and duplicated messages", Config{Horizon: 5, Losses: 1, Duplicates: 1}},
+		{"leave and death", Config{Horizon: 5, Leaves: 1, Deaths: 1}},
+		{"drift, longer ttl", Config{Horizon: 6, TTL: 3, Drift: 1, Duplicates: 1}},
+		{"restart and heal, clock floor", Config{Horizon: 4, Restarts: 1, Advances: 1, ClockFloor: true, CounterTTL: 2}},
+		{"two restarts, counter ttl", Config{Horizon: 4, Restarts: 2, CounterTTL: 1}},
+		{"advance above the clock, counter ttl", Config{Horizon: 4, Advances: 1, AdvanceAhead: 2, CounterTTL: 1}},
+		// Two clients, two Acquires each under one holder id (WithHolder):
+		// handoff messages of the first Acquire reach the second.
+		{"same holder, two acquires", Config{Clients: 2, Acquisitions: 2, ReuseHolder: true, Horizon: 4, Leaves: 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			tc.cfg.Variant = Fixed
+			r := check(t, tc.cfg)
+			if r.Property != "" {
+				t.Fatalf("%s: %s\n%s", r.Property, r.Violation, r.TraceString())
+			}
+			if r.States < 10_000 {
+				t.Errorf("only %d states explored: the search is vacuous", r.States)
+			}
+			t.Logf("events: %v", r.Events)
+			need := []string{"handoff", "handoff lease", "handoff refresh", "refresh lease", "refresh failed", "try lease"}
+			if tc.cfg.ReuseHolder {
+				need = append(need, "earlier acquire's handoff")
+			}
+			for _, e := range need {
+				if r.Events[e] == 0 {
+					t.Errorf("no %q step taken: that path went unchecked", e)
+				}
+			}
+		})
+	}
+}
+
+// TestMutantsFail: the checker catches each deliberate break of Fixed,
+// so a pass of TestFixedHolds means something.
+func TestMutantsFail(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+		want Property
+	}{
+		// refresh.lua compares the holder only: a late handoff message
+		// renews the lock its holder got again with a newer token.
+		{"refresh by holder", Config{RefreshByHolder: true, Horizon: 3}, Order},
+		// A message from an earlier Acquire of the same holder id, read
+		// with that Acquire's send time.
+		{"no attempt check", Config{SkipAttemptCheck: true, ReuseHolder: true, Clients: 2, Acquisitions: 2, Horizon: 2}, Exclusion},
+		// A waiter killed in the queue keeps the lock handed to it for a
+		// ttl: a bound below that must fail.
+		{"liveness bound too short", Config{Deaths: 1, Horizon: 4, LivenessBound: 1}, Liveness},
+		// The old counter rule: a lost counter without ttl starts at 1.
+		{"old counter after restart", Config{OldCounter: true, Restarts: 1, Horizon: 2}, Order},
+		// The old Advance kept the counter's ttl: when it lifted the
+		// counter above the clock, the counter expires first.
+		{"old counter, advance above the clock", Config{OldCounter: true, Advances: 1, AdvanceAhead: 2, CounterTTL: 1, Horizon: 3}, Order},
+		// Advance above the clock, then a restart: the clock floor cannot
+		// reach the lost floor (a limit of any rule without persistence).
+		{"advance above the clock, restart", Config{Advances: 1, AdvanceAhead: 2, Restarts: 1, Horizon: 2}, Order},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			tc.cfg.Variant = Fixed
+			r := check(t, tc.cfg)
+			if r.Property != tc.want {
+				t.Fatalf("want a %s violation, got %q %s", tc.want, r.Property, r.Violation)
+			}
+			t.Logf("%s\n%s", r.Violation, r.TraceString())
+		})
+	}
+}
+
+// deep is a configuration beyond exhaustive reach, for walks.
+var deep = Config{Clients: 4, Acquisitions: 3, MaxTries: 4, TTL: 4, TicketTTL: 6, Poll: 2, Horizon: 30,
+	Losses: 2, Duplicates: 2, Leaves: 2, Deaths: 1, Restarts: 1, Advances: 1, ClockFloor: true, CounterTTL: 5}
+
+// TestWalkReplays: a walk is a function of its seed.
+func TestWalkReplays(t *testing.T) {
+	t.Parallel()
+	cfg := deep
+	cfg.Variant = Fixed
+	a, err := Walk(cfg, 42, 400)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := Walk(cfg, 42, 400)
+	c, _ := Walk(cfg, 43, 400)
+	if len(a.Trace) < 50 {
+		t.Fatalf("walk of %d steps only", len(a.Trace))
+	}
+	if !reflect.DeepEqual(a, b) {
+		t.Fatal("same seed, different walks")
+	}
+	if reflect.DeepEqual(a.Trace, c.Trace) {
+		t.Fatal("different seeds, same walk")
+	}
+
+	// A failing seed found among many replays to the same violation.
+	cfg.Variant = Old
+	r, seed, err := Walks(cfg, 1, 10_000, 400)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Property == "" {
+		t.Fatalf("no violation of Old in %d walk steps", r.States)
+	}
+	again, _ := Walk(cfg, seed, 400)
+	if again.Violation != r.Violation || !reflect.DeepEqual(again.Trace, r.Trace) {
+		t.Fatalf("seed %d does not replay: %q vs %q", seed, again.Violation, r.Violation)
+	}
+	t.Logf("Old: seed %d breaks %s in %d steps: %s", seed, r.Property, len(r.Trace), r.Violation)
+}
+
+// TestFixedWalks: seeded walks over the deep configuration find nothing.
+func TestFixedWalks(t *testing.T) {
+	t.Parallel()
+	cfg := deep
+	cfg.Variant = Fixed
+	r, seed, err := Walks(cfg, 1, 20_000, 400)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Property != "" {
+		t.Fatalf("seed %d: %s: %s\n%s", seed, r.Property, r.Violation, r.TraceString())
+	}
+	t.Logf("%d steps, longest walk %d", r.States, r.Depth)
+}
+
+// TestEncodeRoundTrip: the search keeps states as bytes; decoding must
+// give back the very state.
+func TestEncodeRoundTrip(t *testing.T) {
+	t.Parallel()
+	cfg, _ := deep.norm()
+	m := &machine{cfg: cfg}
+	for seed := uint64(0); seed < 50; seed++ {
+		path, _ := m.walk(seed, 400)
+		s := m.initial()
+		for _, a := range path {
+			s, _ = m.apply(s, a)
+			b := m.encode(&s, nil)
+			if d := m.decode(b); d != s {
+				t.Fatalf("seed %d: decode(encode(s)) != s\n%+v\n%+v", seed, s, d)
+			}
+		}
+	}
+}

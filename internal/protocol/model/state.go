@@ -1,0 +1,198 @@
+package model
+
+// The state is a value of fixed-size arrays, so that a successor is a plain
+// copy (no allocation per step), and every in-flight set is kept sorted, so
+// that equal situations encode to equal bytes and an action's index means
+// the same thing whenever the state is rebuilt (trace replay, walks).
+
+const (
+	maxQueue = maxClients * maxAcq
+	maxReqs  = 16
+	maxReps  = maxClients
+	maxMsgs  = 12
+	noHolder = -1
+)
+
+// phase is where a client is in its Acquire loop (lease/wait.go).
+type phase uint8
+
+const (
+	idle       phase = iota // between Acquires (or done with all of them)
+	trying                  // a try is in flight; c.try blocks on its reply
+	waiting                 // queued: waiting for a wake-up or the timer
+	refreshing              // a handoff's refresh is in flight
+	holding                 // Acquire returned a lease, not yet released
+	gone                    // exited without leaving (Old)
+	dead                    // SIGKILL: stops for good
+)
+
+// server is one Redis: the lock key, the counter, the fair queue with its
+// tickets, and how many times it has restarted (its epoch).
+type server struct {
+	holder   int8 // noHolder when the lock key is missing
+	seq      int64
+	exp      int16 // the lock's PX expiry, in ticks
+	hasCtr   bool
+	ctr      int64
+	ctrExp   int16 // 0: no ttl
+	nq       int8
+	queue    [maxQueue]ticket
+	queueExp int16 // both queue keys expire together (enqueue's PEXPIRE)
+	epoch    int8
+	down     bool // restarted in this tick: executes nothing until the next
+}
+
+// ticket is a queue entry and its hash value "expiry:ttl" (the ttl is the
+// config's, the same for every client, so it is left out); Fixed adds the
+// attempt of the try that last renewed it.
+type ticket struct {
+	holder  int8
+	exp     int16 // 0 once expired: the entry keeps its place until dropped
+	attempt int8
+}
+
+type reqKind uint8
+
+const (
+	reqTry reqKind = iota
+	reqRelease
+	reqLeave
+	reqRefresh
+)
+
+// request is a script call in flight to the server.
+type request struct {
+	kind    reqKind
+	client  int8
+	acq     int8
+	holder  int8
+	attempt int8
+	seq     int64 // refresh: the lock value's seq it must match (Fixed)
+}
+
+type repKind uint8
+
+const (
+	repAcquired repKind = iota
+	repReacquired
+	repHeld
+	repQueued
+	repRefreshed
+	repRefreshFailed
+)
+
+// reply is a script's answer in flight back to its client.
+type reply struct {
+	client int8
+	acq    int8
+	kind   repKind
+	seq    int64
+	pttl   int16
+	epoch  int8
+}
+
+// message is a fair handoff on the lock's channel, routed to the waiter
+// that has the holder id (notify does that routing).
+type message struct {
+	holder  int8
+	seq     int64
+	attempt int8 // Fixed: the ticket's attempt at the handoff; Old: 0
+	epoch   int8
+}
+
+// client is one process running Acquire calls one after the other.
+type client struct {
+	phase    phase
+	acq      int8               // Acquires started
+	tries    int8               // tries sent in this Acquire
+	attempts int8               // attempt ids used so far by this client: 1..attempts
+	first    int8               // first attempt id of this Acquire
+	timer    int16              // waiting: earliest tick the timer fires (0: already due)
+	sent     [maxAttempts]int16 // send tick per attempt id (kept only while referenced)
+	seq      int64              // holding or refreshing: the lease's token
+	deadline int16              // holding: local deadline (0 once past); refreshing: refresh's send tick
+	epoch    int8               // holding: server epoch of the lock under the lease
+}
+
+// granted is the highest token a client got as a live lease in an epoch.
+type granted struct {
+	seq    int64
+	holder int8
+}
+
+// state is one global state: server, network, clients, spent budgets, and
+// the ghost variables the properties need.
+type state struct {
+	now  int16
+	srv  server
+	nReq int8
+	reqs [maxReqs]request
+	nRep int8
+	reps [maxReps]reply
+	nMsg int8
+	msgs [maxMsgs]message
+	cl   [maxClients]client
+
+	losses, dups, restarts, leaves, deaths, advances int8
+
+	issued int64              // ghost: highest seq the server ever issued
+	got    [maxEpochs]granted // ghost: highest token gotten live, per epoch
+	quiet  int16              // ghost: tick since which all clients are quiescent; -1 when not
+}
+
+func (s *state) addReq(r request) {
+	if int(s.nReq) == maxReqs {
+		panic("model: too many requests in flight; raise maxReqs")
+	}
+	s.reqs[s.nReq] = r
+	s.nReq++
+}
+
+func (s *state) delReq(i int) {
+	copy(s.reqs[i:s.nReq], s.reqs[i+1:s.nReq])
+	s.nReq--
+	s.reqs[s.nReq] = request{}
+}
+
+func (s *state) addRep(r reply) {
+	if int(s.nRep) == maxReps {
+		panic("model: too many replies in flight")
+	}
+	s.reps[s.nRep] = r
+	s.nRep++
+}
+
+func (s *state) delRep(i int) {
+	copy(s.reps[i:s.nRep], s.reps[i+1:s.nRep])
+	s.nRep--
+	s.reps[s.nRep] = reply{}
+}
+
+func (s *state) addMsg(m message) {
+	if int(s.nMsg) == maxMsgs {
+		panic("model: too many messages in flight; raise maxMsgs")
+	}
+	s.msgs[s.nMsg] = m
+	s.nMsg++
+}
+
+func (s *state) delMsg(i int) {
+	copy(s.msgs[i:s.nMsg], s.msgs[i+1:s.nMsg])
+	s.nMsg--
+	s.msgs[s.nMsg] = message{}
+}
+
+func (s *server) enqueued(h int8) int {
+	for i := 0; i < int(s.nq); i++ {
+		if s.queue[i].holder == h {
+			return i
+		}
+	}
+	return -1
+}
+
+func (s *server) dequeue(i int) {
+	copy(s.queue[i:s.nq], s.queue[i+1:s.nq])
+	s.nq--
+	s.queue[s.nq] = ticket{}
+}
