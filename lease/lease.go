@@ -78,7 +78,7 @@ func newLease(c *Client, req request, tok fence.Token, start time.Time) *Lease {
 func (c *Client) lifeConfig(ttl, keepAlive time.Duration) lifetime.Config {
 	return lifetime.Config{Lost: ErrLost, Released: ErrReleased, Invalid: ErrInvalid,
 		DriftFactor: c.cfg.driftFactor, TTL: ttl, KeepAlive: keepAlive,
-		Hooks: c.cfg.hooks, Kind: observe.KindLease}
+		Hooks: c.cfg.hooks, Kind: observe.KindLease, Pending: &c.pending}
 }
 
 // Token returns the fencing token of this acquisition (or of its last

@@ -49,6 +49,9 @@ type Config struct {
 	// names the lease kind in them. Nil Hooks report nothing.
 	Hooks *observe.Hooks
 	Kind  observe.Kind
+	// Pending, if set, counts a release that goes on in the background
+	// (its ctx ended first), so that the client's Close waits for it.
+	Pending *Pending
 }
 
 // Life is one lease's lifetime. Its methods are safe for concurrent use.
@@ -153,6 +156,9 @@ func (l *Life) refresh(ctx context.Context, ttl time.Duration, keepAlive bool) (
 	if ctx == nil {
 		return fmt.Errorf("%w: nil context", l.cfg.Invalid)
 	}
+	if err := l.Err(); err != nil { // ended: its Err, whatever ctx says
+		return err
+	}
 	if err := l.lockOp(ctx); err != nil {
 		return err
 	}
@@ -176,6 +182,10 @@ func (l *Life) refresh(ctx context.Context, ttl time.Duration, keepAlive bool) (
 	defer l.mu.Unlock()
 	if err := l.errLocked(); err != nil { // the deadline passed while refreshing
 		return err
+	}
+	if !time.Now().Before(l.deadline) { // it passed, and the timer is late: Held already said lost
+		l.endLocked(fmt.Errorf("%w: %q: local deadline passed", l.cfg.Lost, l.tok.Key))
+		return context.Cause(l.ctx)
 	}
 	l.deadline = deadline
 	l.timer.Reset(time.Until(deadline))
@@ -203,8 +213,18 @@ func (l *Life) Release(ctx context.Context) error {
 	}
 	start := time.Now()
 	l.End(l.cfg.Released)
-	if err := l.lockOp(ctx); err != nil {
+	err := l.lockOp(ctx)
+	if err == nil {
+		// select picks at random when ctx has ended and the token is free:
+		// an ended ctx goes to the background either way.
+		if err = Ended(ctx); err != nil {
+			l.unlockOp()
+		}
+	}
+	if err != nil {
+		done := l.cfg.Pending.hold()
 		go func() {
+			defer done()
 			l.op <- struct{}{}
 			defer l.unlockOp()
 			_ = Detach(context.WithoutCancel(ctx), CleanupMin, CleanupMin, l.b.Release)
@@ -213,7 +233,7 @@ func (l *Life) Release(ctx context.Context) error {
 		return err
 	}
 	defer l.unlockOp()
-	err := WithCtx(ctx, l.b.Release(ctx))
+	err = WithCtx(ctx, l.b.Release(ctx))
 	l.reportRelease(ctx, start, err)
 	return err
 }
@@ -232,6 +252,9 @@ func (l *Life) Reissue(ctx context.Context, floor uint64) (fence.Token, error) {
 	}
 	if ctx == nil {
 		return fence.Token{}, fmt.Errorf("%w: nil context", l.cfg.Invalid)
+	}
+	if err := l.Err(); err != nil { // ended: its Err, whatever ctx says
+		return fence.Token{}, err
 	}
 	if err := l.lockOp(ctx); err != nil {
 		return fence.Token{}, err

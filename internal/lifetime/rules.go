@@ -164,10 +164,19 @@ type Pending struct {
 
 // Detach is the package's Detach, counted until its retries end.
 func (p *Pending) Detach(ctx context.Context, attempt, bound time.Duration, cleanup func(context.Context) error) error {
+	return detach(ctx, attempt, bound, cleanup, p.hold())
+}
+
+// hold counts one more cleanup and returns the func that ends it; on a nil
+// p it counts nothing.
+func (p *Pending) hold() func() {
+	if p == nil {
+		return func() {}
+	}
 	p.mu.Lock()
 	p.n++
 	p.mu.Unlock()
-	return detach(ctx, attempt, bound, cleanup, p.done)
+	return p.done
 }
 
 func (p *Pending) done() {

@@ -42,7 +42,7 @@ func newLease(c *Client, k protocol.Keys, tok fence.Token, start time.Time, ttl 
 	b := &backend{c: c, keys: k, tok: tok}
 	cfg := lifetime.Config{Lost: ErrLost, Released: ErrReleased, Invalid: ErrInvalid,
 		DriftFactor: c.cfg.driftFactor, TTL: ttl, KeepAlive: ac.interval,
-		Hooks: c.cfg.hooks, Kind: observe.KindRedlock}
+		Hooks: c.cfg.hooks, Kind: observe.KindRedlock, Pending: &c.pending}
 	return &Lease{life: lifetime.Start(b, tok, start, ttl, cfg)}
 }
 
