@@ -12,6 +12,7 @@ import (
 
 	"github.com/fencelock/fencelock/fence"
 	"github.com/fencelock/fencelock/internal/testenv"
+	"github.com/fencelock/fencelock/internal/protocol"
 	"github.com/fencelock/fencelock/lease"
 	"github.com/fencelock/fencelock/verifier"
 )
@@ -214,4 +215,36 @@ func TestReissue(t *testing.T) {
 	_, err = l.Reissue(ctx, 1000)
 	require.ErrorIs(t, err, lease.ErrLost, "no new token for a lease that is gone")
 	_, err = context.Background(), nil
+}
+
+// TestMixedCounterTTL: a WithCounterTTL(0) client and a default client on
+// one lock (a rolling upgrade mixes them). The default client gives the
+// counter a ttl; when it expires, the next token of either client is still
+// above every token issued (it used to restart at 1: tokens 1 2 3 1 2).
+func TestMixedCounterTTL(t *testing.T) {
+	ctx := t.Context()
+	forever := countingClient(t)
+	hourly := newClient(t, lease.WithCounterTTL(time.Hour))
+	n := counting(t, shared, name(t))
+	counter := protocol.KeysFor("fencelock:", n).Counter
+	var last uint64
+	take := func(c *lease.Client) {
+		t.Helper()
+		l, err := c.TryAcquire(ctx, n, time.Minute)
+		require.NoError(t, err)
+		assert.Greater(t, l.Token().Seq, last, "tokens never go back")
+		last = l.Token().Seq
+		require.NoError(t, l.Release(ctx))
+	}
+	for _, c := range []*lease.Client{forever, forever, forever, hourly} {
+		take(c)
+	}
+	ttl, err := shared.PTTL(ctx, counter).Result()
+	require.NoError(t, err)
+	assert.Positive(t, ttl, "the default client gave the counter a ttl")
+	require.NoError(t, shared.Del(ctx, counter).Err(), "the counter expired")
+	take(forever)
+	take(forever)
+	require.NoError(t, shared.Del(ctx, counter).Err())
+	take(hourly)
 }
