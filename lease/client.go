@@ -179,6 +179,11 @@ func (c *Client) newRequest(ctx context.Context, name string, ttl time.Duration,
 	reacquire := ac.holder != ""
 	if !reacquire {
 		ac.holder = uuid.NewString()
+	} else if err := c.pending.Wait(ctx); err != nil {
+		// A cleanup still running (a release that went to the background,
+		// a leave) may be under the same holder id: it would delete the
+		// lock this re-acquire is about to get back.
+		return request{}, notAcquired(ctx, name, nil)
 	}
 	return request{
 		name:      name,
@@ -213,8 +218,8 @@ func (c *Client) try(ctx context.Context, req request) (*Lease, protocol.TryResu
 		// run; c.acquire released what it knows it took (ErrNotReplicated,
 		// a failed WAIT); and a re-acquire must not delete a lock its
 		// holder may have had before the call.
-		if protocol.MayHaveRun(err) && !errors.Is(err, errReleased) && !req.reacquire {
-			c.releaseAfterLostReply(ctx, req)
+		if protocol.MayHaveRun(err) && !errors.Is(err, errReleased) {
+			c.releaseAfterLostReply(ctx, req, protocol.TryResult{})
 		}
 		if lifetime.Ended(ctx) != nil {
 			return nil, res, notAcquired(ctx, req.name, err)
@@ -227,9 +232,7 @@ func (c *Client) try(ctx context.Context, req request) (*Lease, protocol.TryResu
 	if lifetime.Ended(ctx) != nil {
 		// A client that does not honour deadlines let the reply in after
 		// ctx ended: the caller has gone, so the lock must not stay taken.
-		if !req.reacquire {
-			c.releaseAfterLostReply(ctx, req)
-		}
+		c.releaseAfterLostReply(ctx, req, res)
 		return nil, protocol.TryResult{}, notAcquired(ctx, req.name, nil)
 	}
 	tok := fence.Token{Key: req.name, Seq: res.Seq, Holder: req.try.Holder}
@@ -253,12 +256,12 @@ func (c *Client) acquire(ctx context.Context, req request) (protocol.TryResult, 
 	}
 	res, acked, err := protocol.AcquireAcked(ctx, node, req.keys, req.try, c.cfg.replicas, c.cfg.ackTimeout)
 	if err != nil && res.Got() { // the script took the lock, WAIT failed
-		return protocol.TryResult{}, errors.Join(err, errReleased, c.releaseAfterLostReply(ctx, req))
+		return protocol.TryResult{}, errors.Join(err, errReleased, c.releaseAfterLostReply(ctx, req, res))
 	}
 	if err != nil || !res.Got() || acked >= int64(c.cfg.replicas) {
 		return res, err
 	}
-	relErr := c.releaseAfterLostReply(ctx, req)
+	relErr := c.releaseAfterLostReply(ctx, req, res)
 	return protocol.TryResult{}, errors.Join(&notReplicatedError{
 		name: req.name, seq: res.Seq, acked: acked, want: c.cfg.replicas, timeout: c.cfg.ackTimeout,
 	}, errReleased, relErr)
@@ -295,16 +298,23 @@ func notAcquired(ctx context.Context, name string, cause error) error {
 	return fmt.Errorf("%w: %q: %w: %w", ErrNotAcquired, name, ctxErr, cause)
 }
 
-// releaseAfterLostReply deletes the lock if the failed acquire took it
-// (not after a re-acquire: its holder may have had the lock before). It
-// is best effort: each try is bounded by releaseTimeout, and failed tries
-// are retried for as long as the ttl (1s to 30s), because a paused server
-// runs the lost acquire only when it resumes. When ctx ends first it goes on
-// in the background, so the caller returns at its deadline. If it fails for
-// good, the lock expires after its ttl.
-func (c *Client) releaseAfterLostReply(ctx context.Context, req request) error {
+// releaseAfterLostReply undoes a failed acquire: it drops the waiter's
+// ticket and deletes (or hands on) the lock if the try took it. res is the
+// try's result, the zero one when its reply was lost. A re-acquire
+// (WithHolder) releases only a lock it took afresh: its holder may have had
+// the lock before the call and still count on it. It is best effort: each
+// try is bounded by releaseTimeout, and failed tries are retried for as
+// long as the ttl (1s to 30s), because a paused server runs the lost
+// acquire only when it resumes. When ctx ends first it goes on in the
+// background, so the caller returns at its deadline; Close waits for it. If
+// it fails for good, the lock expires after its ttl.
+func (c *Client) releaseAfterLostReply(ctx context.Context, req request, res protocol.TryResult) error {
+	passOn := !req.reacquire || res.Outcome == protocol.Acquired
+	if !passOn && !req.try.Fair {
+		return nil // nothing to undo: no ticket, and the lock is not ours to give up
+	}
 	return c.pending.Detach(ctx, releaseTimeout, lifetime.CleanupBound(req.ttl), func(ctx context.Context) error {
-		_, err := protocol.Leave(ctx, c.rdb, req.keys, c.release(req.try.Holder), true)
+		_, err := protocol.Leave(ctx, c.rdb, req.keys, c.release(req.try.Holder), passOn)
 		return err
 	})
 }

@@ -44,9 +44,12 @@
 // Its limits: the server's clock must not step back by more than the time
 // that passed since the counter's last write (a failover to a server whose
 // clock is behind, a clock set back by hand); a restart without
-// persistence forgets a counter lifted above the clock; and a failover to
-// a replica that missed the last increments gives a counter that exists
-// but is behind ([WithClockFloor] covers that). The verifier's conflict
+// persistence, or an eviction (a counter has a ttl, so volatile-*
+// maxmemory policies may evict it), forgets a counter lifted above the
+// clock; a failover to a replica that missed the last increments gives a
+// counter that exists but is behind ([WithClockFloor] covers that); and
+// clients of fencelock from before the rule start a missing counter at 1,
+// so upgrade every client of a lock before its counter can expire. The verifier's conflict
 // rule keeps the data safe in those cases, and [Client.Advance] or
 // heal.Write restores progress. lease/redlock's counters follow the same
 // rule on each node.

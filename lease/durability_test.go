@@ -11,8 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fencelock/fencelock/fence"
-	"github.com/fencelock/fencelock/internal/testenv"
 	"github.com/fencelock/fencelock/internal/protocol"
+	"github.com/fencelock/fencelock/internal/testenv"
 	"github.com/fencelock/fencelock/lease"
 	"github.com/fencelock/fencelock/verifier"
 )

@@ -145,6 +145,12 @@ func (c *Client) handedOff(ctx context.Context, req request, m protocol.Message,
 	if !m.Handoff || m.Holder != req.try.Holder || lifetime.Ended(ctx) != nil {
 		return nil
 	}
+	if c.cfg.replicas > 0 {
+		// WithReplicaAck: the handed lock must be acknowledged like any
+		// other. The next try, at once, finds it ours (Reacquired) and
+		// sends WAIT with it.
+		return nil
+	}
 	start, ok := tries.sent(m.Attempt)
 	if !ok {
 		return nil // not a try this Acquire knows: the next try finds out

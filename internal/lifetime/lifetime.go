@@ -222,13 +222,16 @@ func (l *Life) Release(ctx context.Context) error {
 		}
 	}
 	if err != nil {
-		done := l.cfg.Pending.hold()
-		go func() {
-			defer done()
+		l.cfg.Pending.Go(func() {
 			l.op <- struct{}{}
 			defer l.unlockOp()
-			_ = Detach(context.WithoutCancel(ctx), CleanupMin, CleanupMin, l.b.Release)
-		}()
+			_ = Detach(context.WithoutCancel(ctx), CleanupMin, CleanupMin, func(ctx context.Context) error {
+				if err := l.b.Release(ctx); !errors.Is(err, l.cfg.Lost) {
+					return err
+				}
+				return nil // the lock is gone: a final answer, not to be retried
+			})
+		})
 		l.reportRelease(ctx, start, err)
 		return err
 	}

@@ -167,6 +167,16 @@ func (p *Pending) Detach(ctx context.Context, attempt, bound time.Duration, clea
 	return detach(ctx, attempt, bound, cleanup, p.hold())
 }
 
+// Go runs f in a goroutine of its own, counted until f returns; on a nil p
+// it is not counted.
+func (p *Pending) Go(f func()) {
+	done := p.hold()
+	go func() {
+		defer done()
+		f()
+	}()
+}
+
 // hold counts one more cleanup and returns the func that ends it; on a nil
 // p it counts nothing.
 func (p *Pending) hold() func() {

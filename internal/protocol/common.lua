@@ -32,7 +32,9 @@ local function store_counter(v, ttl_ms, now)
   end
   local px = tonumber(ttl_ms)
   if v > now then
-    px = math.max(px, math.floor((v - now) / 1000) + 1)
+    -- 2ms of margin: Redis 7.2 counts PX from the script's start, a
+    -- moment before TIME was read
+    px = math.max(px, math.ceil((v - now) / 1000) + 2)
   end
   redis.call('SET', KEYS[2], fmt(v), 'PX', px)
 end
@@ -102,7 +104,9 @@ local function live_head()
       local b = a and string.find(t, ':', a + 1, true)
       -- a ticket that is not "expiry:ttl:attempt" with a ttl of at least
       -- 1ms is dropped like an expired one
-      if b and tonumber(string.sub(t, 1, a - 1)) > now and (tonumber(string.sub(t, a + 1, b - 1)) or 0) >= 1 then
+      local exp = b and tonumber(string.sub(t, 1, a - 1))
+      local ttl = b and tonumber(string.sub(t, a + 1, b - 1))
+      if exp and ttl and exp > now and ttl >= 1 and ttl == math.floor(ttl) then
         return h, string.sub(t, a + 1, b - 1), string.sub(t, b + 1)
       end
     end

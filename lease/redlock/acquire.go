@@ -72,7 +72,16 @@ func (c *Client) request(ctx context.Context, name string, ttl time.Duration, op
 	if err := c.check(name, ttl); err != nil {
 		return acquireConfig{}, err
 	}
-	return c.acquireOptions(ttl, opts)
+	ac, err := c.acquireOptions(ttl, opts)
+	if err == nil && ac.holder != "" {
+		// A cleanup still running (a release that went to the background)
+		// may be under the same holder id: it would delete the lock this
+		// re-acquire is about to get back.
+		if werr := c.pending.Wait(ctx); werr != nil {
+			return acquireConfig{}, errors.Join(fmt.Errorf("%w: %q", ErrNotAcquired, name), werr)
+		}
+	}
+	return ac, err
 }
 
 // Acquire takes the lock name for ttl, waiting while it is held. It makes
@@ -312,7 +321,7 @@ var errRetry = errors.New("redlock: cleanup incomplete")
 // releaseInBackground releases the lock on nodes without making the caller
 // wait, bounded by the node timeout: the cleanup after a lost lease.
 func (c *Client) releaseInBackground(ctx context.Context, nodes []node, k protocol.Keys, holder string) {
-	go fanout(context.WithoutCancel(ctx), nodes, c.cfg.nodeTimeout, releaseOp(k, holder), nil)
+	c.pending.Go(func() { fanout(context.WithoutCancel(ctx), nodes, c.cfg.nodeTimeout, releaseOp(k, holder), nil) })
 }
 
 // mayHaveRun reports whether a node's failed call may still have run on the

@@ -43,7 +43,8 @@
 //   - Each Acquire has its own holder id, as in lease by default. With
 //     Config.ReuseHolder a client keeps one id (lease.WithHolder): its
 //     leave then only dequeues (leave.lua without pass-on), and its next
-//     Acquire starts once its release has run (Release is synchronous).
+//     Acquire starts once its release has run (a re-acquire waits for the
+//     client's background cleanups, a release among them).
 //   - The counter follows next_seq: one more than the counter, lifted to
 //     the clock with Config.ClockFloor; a missing counter starts at the
 //     clock (the old rule, Config.OldCounter: at 1 when it has no ttl). Advance
@@ -127,8 +128,8 @@
 // Nothing here covers a pause after Acquire returns (Kleppmann's case,
 // the verifier's job), clock drift between client and server beyond
 // Config.Drift, a refresh that fails with an I/O error (handedOff then
-// returns the lease with its unrefreshed deadline, which Fixed makes
-// safe, as in the no-refresh path), or more than one Redis. A try whose
+// returns no lease and the waiter tries again, a step the model has), or
+// more than one Redis. A try whose
 // reply is lost is a give-up while the try is in flight: Acquire fails
 // and leaves, and the try may still run later.
 package model
