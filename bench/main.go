@@ -41,6 +41,14 @@ func main() {
 		}
 		return
 	}
+	if spec := os.Getenv(checkrun.WaiterEnv); spec != "" {
+		// A child of `bench check`: a waiter to freeze or to leave.
+		if err := checkrun.RunWaiter(spec); err != nil {
+			fmt.Fprintln(os.Stderr, "bench check waiter:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if len(os.Args) < 2 {
 		fmt.Fprintln(os.Stderr, usage)
 		os.Exit(2)

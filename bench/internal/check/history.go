@@ -1,8 +1,10 @@
 // Package check records the history of a randomized fault run and checks it
 // against the models the fencing design promises: a fenced mutex (accepted
 // writes carry growing tokens), no lost updates (every acknowledged increment
-// and append survives), and a linearizable guarded register (checked with
-// porcupine). It also draws the nemesis schedule from a seed and renders a
+// and append survives), a linearizable guarded register (checked with
+// porcupine), and, on the lock itself, exclusion (the validity windows of two
+// leases of one lock never overlap) and liveness (a waiter that leaves does
+// not leave the lock stuck). It also draws the nemesis schedule from a seed and renders a
 // run's summary as a text table, JSON and an HTML timeline.
 //
 // Everything here is pure: no servers, no I/O beyond the writers it is given.
@@ -155,6 +157,14 @@ type History struct {
 	// offsets from it.
 	Start time.Time `json:"start"`
 	Ops   []Op      `json:"ops"`
+	// Leases is every acquisition, in the order recorded: when Acquire
+	// returned, the lease's local deadline and when Release was called
+	// (see [Lease]). The exclusion and liveness checkers read them.
+	Leases []Lease `json:"leases,omitempty"`
+	// Leaves is the waiters that gave up while queued (see [Leave]).
+	Leaves []Leave `json:"leaves,omitempty"`
+	// Frozen is the waiters frozen while queued (see [Frozen]).
+	Frozen []Frozen `json:"frozen,omitempty"`
 }
 
 // Span is the time from Start to the last operation's end.
@@ -162,6 +172,12 @@ func (h *History) Span() time.Duration {
 	var end time.Duration
 	for i := range h.Ops {
 		end = max(end, h.Ops[i].End, h.Ops[i].Start)
+	}
+	for i := range h.Leases {
+		end = max(end, h.Leases[i].Start, h.Leases[i].Released)
+	}
+	for i := range h.Leaves {
+		end = max(end, h.Leaves[i].Gone)
 	}
 	return end
 }

@@ -33,12 +33,32 @@ const (
 	// FaultEvict evicts the lock and counter keys (memory pressure) at the
 	// window's start.
 	FaultEvict Fault = "evict"
+	// FaultPauseWaiter freezes a waiter process (SIGSTOP) while it is
+	// queued for a fair lock, across a handoff to it, and thaws it after
+	// the handed-off lease's ttl ran out and another client took the lock.
+	FaultPauseWaiter Fault = "pause-waiter"
+	// FaultLeaveQueue makes a waiter process give up while queued (its
+	// context ends, SIGTERM, or SIGKILL) and exit.
+	FaultLeaveQueue Fault = "leave-queue"
 )
 
 // AllFaults is the safety set, in a fixed order.
 var AllFaults = []Fault{
 	FaultPauseHolder, FaultDelayWrite, FaultRestartRedis, FaultFailover,
-	FaultPauseRedis, FaultEarlyExpiry, FaultEvict,
+	FaultPauseRedis, FaultEarlyExpiry, FaultEvict, FaultPauseWaiter, FaultLeaveQueue,
+}
+
+// LosesData reports whether f can make Redis forget a lock (or hand it out
+// again before its ttl ran out): a failover to a lagging replica, a restart
+// without persistence, eviction, or early expiry (a clock jump). Two
+// holders at once after such a fault are Kleppmann's case, which only the
+// verifier covers; they are not a lock bug.
+func (f Fault) LosesData() bool {
+	switch f {
+	case FaultRestartRedis, FaultFailover, FaultEvict, FaultEarlyExpiry:
+		return true
+	}
+	return false
 }
 
 // ParseFaults reads a comma-separated list of fault names; "all" stands for

@@ -14,19 +14,25 @@ type Recorder struct {
 	now   func() time.Duration
 	ops   []Op
 	done  []bool
+
+	leases    []Lease
+	leaves    []Leave
+	frozen    []Frozen
+	holders   map[string]int           // lease id + 1 by lock holder id (Token.Holder)
+	lastStart map[string]time.Duration // by lock, of Acquired leases
 }
 
 // NewRecorder starts a recorder; op times are measured from now on the
 // monotonic clock.
 func NewRecorder() *Recorder {
 	start := time.Now()
-	return &Recorder{start: start, now: func() time.Duration { return time.Since(start) }}
+	return &Recorder{start: start, now: func() time.Duration { return time.Since(start) }, holders: map[string]int{}}
 }
 
 // NewRecorderClock is NewRecorder with a given start and clock, for tests
 // and replays: now returns the offset from start.
 func NewRecorderClock(start time.Time, now func() time.Duration) *Recorder {
-	return &Recorder{start: start, now: now}
+	return &Recorder{start: start, now: now, holders: map[string]int{}}
 }
 
 // Handle is one invoked operation; exactly one of Ok, OkRead, Fail, Reject
@@ -154,5 +160,9 @@ func (r *Recorder) History() History {
 		}
 		ops[i] = op
 	}
-	return History{Start: r.start, Ops: ops}
+	leaves := slices.Clone(r.leaves)
+	for i := range leaves {
+		leaves[i].Seen = slices.Clone(leaves[i].Seen)
+	}
+	return History{Start: r.start, Ops: ops, Leases: slices.Clone(r.leases), Leaves: leaves, Frozen: slices.Clone(r.frozen)}
 }

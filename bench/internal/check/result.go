@@ -5,10 +5,16 @@ const (
 	CheckerFencedMutex  = "fenced-mutex"
 	CheckerLostUpdate   = "lost-update"
 	CheckerLinearizable = "linearizable"
+	CheckerExclusion    = "exclusion"
+	CheckerLiveness     = "liveness"
 )
 
 // Checkers lists the checker names in report order.
-var Checkers = []string{CheckerFencedMutex, CheckerLostUpdate, CheckerLinearizable}
+var Checkers = []string{CheckerFencedMutex, CheckerLostUpdate, CheckerLinearizable, CheckerExclusion, CheckerLiveness}
+
+// DataCheckers are the checkers of what the protected data suffered; the
+// others (exclusion, liveness) check the lock itself.
+var DataCheckers = []string{CheckerFencedMutex, CheckerLostUpdate, CheckerLinearizable}
 
 // Anomaly kinds.
 const (
@@ -25,6 +31,11 @@ const (
 	AnomalyExtraIncr     = "extra-increments" // the counter exceeds acknowledged + unknown increments
 	// linearizability
 	AnomalyNotLinearizable = "not-linearizable"
+	// exclusion
+	AnomalyOverlap = "overlap" // two leases' validity windows overlap, no data-loss fault explains it
+	// liveness
+	AnomalyStuck         = "stuck"           // no client got the lock within the bound after a waiter left
+	AnomalyHandedToGhost = "handed-to-ghost" // the lock went to a waiter that had left cleanly
 )
 
 // Anomaly is one violation a checker found.
@@ -34,7 +45,9 @@ type Anomaly struct {
 	Resource string `json:"resource"`
 	// Ops are the ids of the operations involved, oldest first where order
 	// matters (for a stale write: the newer accepted write, then the stale one).
-	Ops    []int  `json:"ops,omitempty"`
+	Ops []int `json:"ops,omitempty"`
+	// Leases are the ids of the leases involved ([History.Leases]).
+	Leases []int  `json:"leases,omitempty"`
 	Detail string `json:"detail"`
 	// Count is how many updates the anomaly stands for (e.g. increments
 	// lost); 1 when it is a single event.

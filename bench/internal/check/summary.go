@@ -24,6 +24,8 @@ type Summary struct {
 	Rejected int `json:"rejected"` // writes the verifier refused
 	Failed   int `json:"failed"`   // other failures
 	Unknown  int `json:"unknown"`
+	// Leases is the acquisitions recorded (the exclusion checker's windows).
+	Leases int `json:"leases"`
 
 	// Anomalies counts the anomalies each checker found, by checker name
 	// (every checker that ran has an entry, 0 included).
@@ -41,11 +43,25 @@ func (s *Summary) TotalAnomalies() int {
 	return n
 }
 
+// DataAnomalies is the sum over the [DataCheckers]: what the protected
+// data suffered.
+func (s *Summary) DataAnomalies() int {
+	n := 0
+	for _, c := range DataCheckers {
+		n += s.Anomalies[c]
+	}
+	return n
+}
+
+// LockAnomalies is the sum over the checkers of the lock itself
+// (exclusion, liveness): lock bugs.
+func (s *Summary) LockAnomalies() int { return s.TotalAnomalies() - s.DataAnomalies() }
+
 // Summarize counts a history's outcomes and the checkers' findings.
 func Summarize(kind string, fenced bool, seed int64, h History, schedule []Window, results ...Result) Summary {
 	s := Summary{
 		Kind: kind, Fenced: fenced, Seed: seed, Duration: h.Span(), Faults: len(schedule),
-		Ops: len(h.Ops), Anomalies: map[string]int{},
+		Ops: len(h.Ops), Leases: len(h.Leases), Anomalies: map[string]int{},
 	}
 	clients := map[int]bool{}
 	for i := range h.Ops {

@@ -35,7 +35,7 @@ func TestSummarize(t *testing.T) {
 func TestWriteTable(t *testing.T) {
 	sums := []Summary{
 		{Kind: "pg_guarded_withtx", Fenced: true, Seed: 7, Ops: 1200, Acked: 1100, Rejected: 60, Failed: 30, Unknown: 10, Faults: 9,
-			Anomalies: map[string]int{CheckerFencedMutex: 0, CheckerLostUpdate: 0, CheckerLinearizable: 0},
+			Anomalies: map[string]int{CheckerFencedMutex: 0, CheckerLostUpdate: 0, CheckerLinearizable: 0, CheckerExclusion: 1, CheckerLiveness: 0},
 			Undecided: map[string]int{CheckerLinearizable: 3}},
 		{Kind: "setnx-getset", Seed: 7, Ops: 900, Acked: 880, Unknown: 20, Faults: 9,
 			Anomalies: map[string]int{CheckerFencedMutex: 4, CheckerLostUpdate: 12}},
@@ -50,13 +50,13 @@ func TestWriteTable(t *testing.T) {
 		t.Fatalf("want header, 2 rows, notes:\n%s", out)
 	}
 	fields := func(i int) string { return strings.Join(strings.Fields(lines[i]), " ") }
-	if got := fields(0); got != "lock ops acked rejected failed unknown fenced-mutex lost-update linearizable faults seed" {
+	if got := fields(0); got != "lock ops acked rejected failed unknown fenced-mutex lost-update linearizable exclusion liveness faults seed" {
 		t.Fatalf("header %q", got)
 	}
-	if got := fields(1); got != "pg_guarded_withtx* 1200 1100 60 30 10 0 0 0? 9 7" {
+	if got := fields(1); got != "pg_guarded_withtx* 1200 1100 60 30 10 0 0 0? 1! 0 9 7" {
 		t.Fatalf("row 1 %q", got)
 	}
-	if got := fields(2); got != "setnx-getset 900 880 0 0 20 4! 12! — 9 7" {
+	if got := fields(2); got != "setnx-getset 900 880 0 0 20 4! 12! — — — 9 7" {
 		t.Fatalf("row 2 %q", got)
 	}
 	if !strings.Contains(lines[3], "? part of the history undecided") || !strings.Contains(lines[3], "* fenced") {

@@ -27,7 +27,7 @@ var outcomeColor = map[Outcome]string{Ok: "#3f8f2f", Fail: "#9a9a9a", Unknown: "
 
 const rejectedColor = "#e39b1b"
 
-var faultColor = []string{"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#bcbd22"}
+var faultColor = []string{"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#bcbd22", "#8c564b", "#e377c2"}
 
 func colorOfFault(f Fault) string {
 	if i := slices.Index(AllFaults, f); i >= 0 {
@@ -42,6 +42,7 @@ svg{width:100%;height:auto;display:block;border:1px solid #ddd}
 svg text{font:11px system-ui,sans-serif;fill:#333}
 .op:hover,.fault:hover{stroke:#000;stroke-width:1}
 .anomaly rect{stroke:#d00;stroke-width:2}
+.lease rect{fill:#555;fill-opacity:.55}.lease-anomaly rect{fill:#d00}.leave line{stroke:#d00;stroke-width:2}
 table{border-collapse:collapse;margin:8px 0;font-size:13px}
 td,th{border:1px solid #ddd;padding:2px 6px;text-align:left;vertical-align:top}
 td.n{text-align:right}.legend span{display:inline-block;margin-right:14px}
@@ -79,6 +80,7 @@ func legend() string {
 	b.WriteString(item(outcomeColor[Fail], "failed", ""))
 	b.WriteString(item(outcomeColor[Unknown], "unknown", ""))
 	b.WriteString(item("#fff", "anomaly: outlined, ▼ marks it", ";border:2px solid #d00"))
+	b.WriteString(item("#555", "lease window (the line under a lane; red: two holders at once)", ";height:3px"))
 	b.WriteString(`<span>reads are drawn pale; shaded columns are fault windows</span></p>` + "\n")
 	return b.String()
 }
@@ -97,14 +99,28 @@ func writeRunTimeline(b *strings.Builder, run *Run) {
 	for _, win := range run.Schedule {
 		span = max(span, win.End())
 	}
+	for i := range h.Leases {
+		span = max(span, h.Leases[i].End())
+	}
 	if span <= 0 {
 		span = time.Second
 	}
 	var clients []int
-	for i := range h.Ops {
-		if !slices.Contains(clients, h.Ops[i].Client) {
-			clients = append(clients, h.Ops[i].Client)
+	hasOps := map[int]bool{}
+	addLane := func(c int) {
+		if !slices.Contains(clients, c) {
+			clients = append(clients, c)
 		}
+	}
+	for i := range h.Ops {
+		addLane(h.Ops[i].Client)
+		hasOps[h.Ops[i].Client] = true
+	}
+	for i := range h.Leases {
+		addLane(h.Leases[i].Client)
+	}
+	for i := range h.Leaves {
+		addLane(h.Leaves[i].Client)
 	}
 	slices.Sort(clients)
 	lane := map[int]int{}
@@ -141,7 +157,11 @@ func writeRunTimeline(b *strings.Builder, run *Run) {
 	}
 	fmt.Fprintf(b, `<text x="4" y="%.1f">faults</text>`+"\n", tlTop+13)
 	for i, c := range clients {
-		fmt.Fprintf(b, `<text x="4" y="%.1f">client %d</text>`+"\n", laneY(i)+tlBarH, c)
+		name := "client"
+		if !hasOps[c] {
+			name = "waiter" // a waiter process of a nemesis
+		}
+		fmt.Fprintf(b, `<text x="4" y="%.1f">%s %d</text>`+"\n", laneY(i)+tlBarH, name, c)
 	}
 
 	// operations, anomalous ones last so their outline is on top
@@ -188,6 +208,51 @@ func writeRunTimeline(b *strings.Builder, run *Run) {
 		if len(bad[h.Ops[i].ID]) > 0 {
 			drawOp(&h.Ops[i])
 		}
+	}
+	// lease windows: a thin line under each lane's bars
+	badLease := map[int][]string{}
+	for _, a := range run.Anomalies() {
+		for _, id := range a.Leases {
+			badLease[id] = append(badLease[id], a.Checker+": "+a.Detail)
+		}
+	}
+	for i := range h.Leases {
+		l := &h.Leases[i]
+		end := l.End()
+		if end == 0 {
+			end = span // never released, no deadline
+		}
+		if end <= l.Start {
+			continue
+		}
+		y := laneY(lane[l.Client]) + tlBarH + 1
+		tip := l.String()
+		if l.Note != "" {
+			tip += "\n" + l.Note
+		}
+		class := "lease"
+		if notes := badLease[l.ID]; len(notes) > 0 {
+			class = "lease-anomaly"
+			tip += "\n" + strings.Join(notes, "\n")
+		}
+		fmt.Fprintf(b, `<g class="%s" data-lease="%d"><title>%s</title><rect x="%.1f" y="%.1f" width="%.1f" height="2.5"/>`,
+			class, l.ID, esc(tip), x(l.Start), y, math.Max(1, x(end)-x(l.Start)))
+		if class == "lease-anomaly" {
+			fmt.Fprintf(b, `<path d="M%.1f %.1fl-4 -5h8z" fill="#d00"/>`, x(l.Start), y-tlBarH-1)
+		}
+		b.WriteString("</g>\n")
+	}
+	// waiters that left the queue: a red tick where the process was gone
+	for i := range h.Leaves {
+		l := &h.Leaves[i]
+		y := laneY(lane[l.Client])
+		tip := fmt.Sprintf("waiter %d left %s (%s): queued %s, told to leave %s, gone %s", l.Client, l.Lock, l.How,
+			fmtDur(l.Queued), fmtDur(l.Left), fmtDur(l.Gone))
+		if l.Note != "" {
+			tip += "\n" + l.Note
+		}
+		fmt.Fprintf(b, `<g class="leave"><title>%s</title><line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f"/></g>`+"\n",
+			esc(tip), x(l.Gone), y, x(l.Gone), y+tlLaneH)
 	}
 	b.WriteString("</svg>\n")
 	writeAnomalyTable(b, run)
@@ -252,9 +317,21 @@ func writeAnomalyTable(b *strings.Builder, run *Run) {
 			break
 		}
 		fmt.Fprintf(b, `<tr class="anomaly-row"><td>%s</td><td class="bad">%s</td><td>%s</td><td>%s</td><td>%s</td></tr>`+"\n",
-			esc(a.Checker), esc(a.Kind), esc(a.Resource), esc(describeIDs(a.Ops)), esc(a.Detail))
+			esc(a.Checker), esc(a.Kind), esc(a.Resource), esc(describeAnomalyIDs(a)), esc(a.Detail))
 	}
 	b.WriteString("</table></details>\n")
+}
+
+// describeAnomalyIDs lists an anomaly's leases, then its operations.
+func describeAnomalyIDs(a Anomaly) string {
+	if len(a.Leases) == 0 {
+		return describeIDs(a.Ops)
+	}
+	s := "leases " + describeIDs(a.Leases)
+	if len(a.Ops) > 0 {
+		s += "; ops " + describeIDs(a.Ops)
+	}
+	return s
 }
 
 func writeFaultTable(b *strings.Builder, ws []Window) {

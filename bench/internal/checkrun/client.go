@@ -125,13 +125,14 @@ func (c *client) cycle(ctx, stop context.Context) {
 		}
 		return
 	}
-	c.phase.Store(beforeStep)
-	defer c.phase.Store(idle)
 	c.n++
 	// One holder id per acquisition; for unfenced kinds the token is the
 	// lock name and that id with Seq 0 (the checkers order holders by
 	// their first write).
 	holder := fmt.Sprintf("c%d.%d", c.id, c.n)
+	lease := c.recordLease(hold, g.lock, holder)
+	c.phase.Store(beforeStep)
+	defer c.phase.Store(idle)
 	tok := check.Token{Key: g.lock, Holder: holder}
 	if c.fenced {
 		if t, ok := hold.Token(); ok {
@@ -145,8 +146,25 @@ func (c *client) cycle(ctx, stop context.Context) {
 	}
 	cancelOp()
 	rctx, cancelRel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+	lease.Released()
 	hold.Release(rctx) // errors expected: the lock is often gone by now
 	cancelRel()
+}
+
+// recordLease records the acquisition that just returned: its window for
+// the exclusion checker (the lock's token and its lease's local deadline,
+// for fencelock's kinds), and an acquisition after a waiter left, for the
+// liveness checker.
+func (c *client) recordLease(hold locks.Hold, lock, holder string) *check.LeaseHandle {
+	l := check.Lease{Client: c.id, Lock: lock, Holder: holder, Held: hold.Held()}
+	if t, ok := hold.Token(); ok {
+		l.Token = check.TokenOf(t)
+	}
+	var deadline time.Time
+	if leased, ok := hold.(locks.Leased); ok {
+		deadline = leased.Lease().Deadline()
+	}
+	return c.rec.Acquired(l, deadline)
 }
 
 // step records and runs one read-modify-write of r under hold: an append

@@ -48,10 +48,10 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs := flag.NewFlagSet("check", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	o := &options{fs: fs}
-	fs.BoolVar(&o.quick, "quick", false, "10s per kind, 400ms TTL, a denser fault schedule: every kind in under 2 minutes")
+	fs.BoolVar(&o.quick, "quick", false, "12s per kind, 400ms TTL, a denser fault schedule: every kind in about 2 minutes")
 	fs.Int64Var(&o.seed, "seed", 0, "seed of the fault schedule (default: random, printed); the same seed replays the same schedule")
 	fs.IntVar(&o.clients, "clients", 16, "clients per lock kind")
-	fs.DurationVar(&o.duration, "duration", 0, "run time per lock kind (default 60s, or 10s with -quick)")
+	fs.DurationVar(&o.duration, "duration", 0, "run time per lock kind (default 60s, or 12s with -quick)")
 	fs.DurationVar(&o.ttl, "ttl", 0, "lock TTL (default 1s, or 400ms with -quick)")
 	lockList := fs.String("locks", strings.Join(kindNames(), ","), "comma-separated lock kinds to run")
 	faultList := fs.String("faults", "all", "comma-separated faults to inject: all, none, or of "+faultNames())
@@ -87,7 +87,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 			}
 		}
 	}
-	def(&o.duration, 60*time.Second, 10*time.Second)
+	def(&o.duration, 60*time.Second, 12*time.Second)
 	def(&o.ttl, time.Second, 400*time.Millisecond)
 	def(&o.linearTimeout, 30*time.Second, 10*time.Second)
 	if o.ttl < 100*time.Millisecond {
@@ -102,7 +102,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 
 // planFor is the schedule's shape: windows long enough for a paused
 // holder's lease to expire (at least 1.5 TTL), quiet lead and tail; the
-// quick plan is denser, so that every fault gets a window in 10 s.
+// quick plan is denser, so that every fault gets a window in 12 s.
 func planFor(o *options) check.Plan {
 	p := check.Plan{Seed: o.seed, Duration: o.duration, Faults: o.faults}
 	minLen := o.ttl*3/2 + 50*time.Millisecond

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/fencelock/fencelock/bench/internal/check"
+	"github.com/fencelock/fencelock/bench/internal/locks"
 	"github.com/fencelock/fencelock/bench/internal/report"
 )
 
@@ -36,21 +37,42 @@ type Kind struct {
 	AcquireFailures  int64  `json:"acquire_failures"`
 	LastAcquireError string `json:"last_acquire_error,omitempty"`
 	// Pauses counts the paused-holder stops clients served.
-	Pauses int64  `json:"pauses"`
-	Error  string `json:"error,omitempty"`
+	Pauses int64 `json:"pauses"`
+	// Waiters is what the waiter processes of pause-waiter and leave-queue
+	// went through (fencelock's lease kinds).
+	Waiters *WaiterStats `json:"waiters,omitempty"`
+	Error   string       `json:"error,omitempty"`
 }
 
 // Violations lists the must-hold rules the run broke: a fenced kind with
-// an anomaly. (An unfenced kind with none is reported, not a violation:
-// a short or unlucky run may not provoke one.)
+// an anomaly of its data, or one of fencelock's kinds with an anomaly of
+// the lock itself (two holders at once that no data-loss fault explains,
+// a lock left stuck by a waiter that left): a lock bug. (An unfenced kind
+// with no data anomaly is reported, not a violation: a short or unlucky
+// run may not provoke one.)
 func (r *Report) Violations() []string {
 	var out []string
 	for _, k := range r.Kinds {
-		if n := k.Summary.TotalAnomalies(); k.Lock.Fenced && n > 0 {
+		if n := k.Summary.DataAnomalies(); k.Lock.Fenced && n > 0 {
 			out = append(out, fmt.Sprintf("%s: %s", k.Lock.Name, plural(n, "anomaly", "anomalies")))
+		}
+		if n := k.Summary.LockAnomalies(); k.Lock.Family == locks.Fencelock && n > 0 {
+			out = append(out, fmt.Sprintf("%s: %s of the lock (%s)", k.Lock.Name, plural(n, "anomaly", "anomalies"),
+				lockCheckers(k.Summary)))
 		}
 	}
 	return out
+}
+
+// lockCheckers names the lock checkers with anomalies.
+func lockCheckers(s check.Summary) string {
+	var out []string
+	for _, c := range []string{check.CheckerExclusion, check.CheckerLiveness} {
+		if s.Anomalies[c] > 0 {
+			out = append(out, fmt.Sprintf("%s %d", c, s.Anomalies[c]))
+		}
+	}
+	return strings.Join(out, ", ")
 }
 
 // writeText prints the table and the notes under it.
@@ -80,10 +102,32 @@ func (r *Report) writeText(w io.Writer) error {
 			notes = append(notes, fmt.Sprintf("%s: %s (no op recorded), last: %s", k.Lock.Name,
 				report.Plural(int(k.AcquireFailures), "failed acquisition"), oneLine(k.LastAcquireError)))
 		}
+		// What the waiter processes went through, and what the lock
+		// checkers found and noted (overlaps explained by data loss, a
+		// lock handed to a waiter that left); the JSON has them all.
+		if ws := k.Waiters; ws != nil {
+			notes = append(notes, waiterNotes(k.Lock.Name, ws)...)
+		}
+		for _, res := range k.Results {
+			if res.Checker != check.CheckerExclusion && res.Checker != check.CheckerLiveness {
+				continue
+			}
+			var lines []string
+			for _, a := range res.Anomalies {
+				lines = append(lines, fmt.Sprintf("%s: %s ANOMALY %s: %s", k.Lock.Name, res.Checker, a.Kind, a.Detail))
+			}
+			for _, n := range res.Notes {
+				lines = append(lines, fmt.Sprintf("%s: %s: %s", k.Lock.Name, res.Checker, n))
+			}
+			if len(lines) > maxLockLines {
+				lines = append(lines[:maxLockLines], fmt.Sprintf("%s: %s: … %d more in the JSON", k.Lock.Name, res.Checker, len(lines)-maxLockLines))
+			}
+			notes = append(notes, lines...)
+		}
 	}
 	var quiet []string
 	for _, k := range r.Kinds {
-		if !k.Lock.Fenced && k.Error == "" && k.Summary.TotalAnomalies() == 0 {
+		if !k.Lock.Fenced && k.Error == "" && k.Summary.DataAnomalies() == 0 {
 			quiet = append(quiet, k.Lock.Name)
 		}
 	}
@@ -92,7 +136,7 @@ func (r *Report) writeText(w io.Writer) error {
 			strings.Join(quiet, ", ")))
 	}
 	if v := r.Violations(); len(v) > 0 {
-		notes = append(notes, "MUST-HOLD RULE BROKEN (fenced kinds must show no anomaly): "+strings.Join(v, ", "))
+		notes = append(notes, "MUST-HOLD RULE BROKEN (fenced kinds must show no anomaly, fencelock's locks no lock anomaly): "+strings.Join(v, ", "))
 	}
 	for _, n := range notes {
 		if _, err := fmt.Fprintln(w, n); err != nil {
@@ -101,6 +145,34 @@ func (r *Report) writeText(w io.Writer) error {
 	}
 	_, err := fmt.Fprintf(w, "replay the schedule: %s\n", r.Replay)
 	return err
+}
+
+// maxLockLines bounds the lines printed per lock checker and kind.
+const maxLockLines = 4
+
+// waiterNotes sums up what the waiter processes went through.
+func waiterNotes(kind string, ws *WaiterStats) []string {
+	var out []string
+	if ws.Frozen > 0 {
+		out = append(out, fmt.Sprintf("%s: pause-waiter: %s frozen while queued; the lock was handed to %d while frozen, and taken by another client after that lease's ttl in %d; %d Acquire calls returned a lease after the SIGCONT",
+			kind, report.Plural(ws.Frozen, "waiter"), ws.HandedFrozen, ws.TakenBeforeCont, ws.LeaseAfterCont))
+	}
+	if len(ws.Left) > 0 {
+		n := 0
+		var hows []string
+		for _, h := range leaveHows {
+			if ws.Left[h] > 0 {
+				n += ws.Left[h]
+				hows = append(hows, fmt.Sprintf("%d by %s", ws.Left[h], h))
+			}
+		}
+		out = append(out, fmt.Sprintf("%s: leave-queue: %s left while queued (%s), %d after lease.Client.Close",
+			kind, report.Plural(n, "waiter"), strings.Join(hows, ", "), ws.Closed))
+	}
+	if ws.NotQueued > 0 {
+		out = append(out, fmt.Sprintf("%s: %d of the waiter processes never queued (the lock was free at each try) or did not start", kind, ws.NotQueued))
+	}
+	return out
 }
 
 // oneLine joins the lines of a joined error, cut to 160 characters.

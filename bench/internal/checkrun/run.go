@@ -20,6 +20,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fencelock/fencelock/bench/internal/check"
+	"github.com/fencelock/fencelock/bench/internal/locks"
 	"github.com/fencelock/fencelock/bench/internal/report"
 	"github.com/fencelock/fencelock/bench/internal/safety"
 	"github.com/fencelock/fencelock/internal/testenv"
@@ -148,6 +149,19 @@ func (e *env) runKind(ctx context.Context, info report.LockInfo) Kind {
 		nem.skip[check.FaultDelayWrite] = "PostgreSQL is reached over a Unix socket: no proxy to delay"
 	}
 	gs := groupsFor(e.runID, info.Name)
+	if fairLease(info) {
+		// The waiter processes take the lanes after the clients'.
+		w, err := newWaiters(opts[0], o.ttl, o.clients, gs)
+		if err != nil {
+			return fail(err)
+		}
+		defer w.close()
+		nem.w = w
+	} else {
+		for _, f := range []check.Fault{check.FaultPauseWaiter, check.FaultLeaveQueue} {
+			nem.skip[f] = "no fair queue (fencelock's lease kinds only)"
+		}
+	}
 	res := resourcesOf(gs)
 	if err := newResources(ctx, e.db, res); err != nil {
 		return fail(err)
@@ -168,7 +182,7 @@ func (e *env) runKind(ctx context.Context, info report.LockInfo) Kind {
 	for _, c := range clients {
 		c.rec = rec
 	}
-	nem.clients, nem.t0 = clients, t0
+	nem.clients, nem.t0, nem.rec = clients, t0, rec
 
 	stopCtx, stop := context.WithTimeout(ctx, o.duration)
 	defer stop()
@@ -213,6 +227,18 @@ func (e *env) runKind(ctx context.Context, info report.LockInfo) Kind {
 		check.CheckLostUpdates(h, final, nil),
 		check.CheckLinearizable(h, check.LinearOptions{Timeout: o.linearTimeout}),
 	}
+	if info.Family == locks.Fencelock {
+		// The lock's own properties, on the kinds whose leases have a
+		// local deadline (fencelock's).
+		results = append(results, check.CheckExclusion(h, applied))
+	}
+	if nem.w != nil {
+		results = append(results, check.CheckLiveness(h, applied, check.LivenessOptions{TTL: o.ttl, TicketTTL: ticketTTL}))
+	}
+	if nem.w != nil {
+		st := nem.w.Stats()
+		k.Waiters = &st
+	}
 	k.Run = check.Run{
 		Summary:  check.Summarize(info.Name, info.Fenced, o.seed, h, applied, results...),
 		Schedule: applied, Results: results, Final: final, History: h,
@@ -220,6 +246,10 @@ func (e *env) runKind(ctx context.Context, info report.LockInfo) Kind {
 	k.Skipped = skipped
 	return k
 }
+
+// fairLease reports whether kind runs on fencelock's lease, fair by
+// default: the kinds the waiter-process faults apply to.
+func fairLease(info report.LockInfo) bool { return info.Family == locks.Fencelock && info.Nodes == 1 }
 
 // newClients makes the kind's clients, each with its own Redis
 // connections, its own Postgres connection (through its own proxy, when
