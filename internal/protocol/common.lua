@@ -165,3 +165,17 @@ local function hand_off(channel, counter_ttl, clock_floor, sharded)
   publish(channel, head .. ':' .. fmt(seq) .. ':' .. attempt, sharded)
   return nil
 end
+
+-- let_go releases a fair lock if holder has it, handing it on (hand_off).
+-- Returns 1 when released, 0 when the lock is gone or held by another, or
+-- an error reply.
+local function let_go(holder, channel, counter_ttl, clock_floor, sharded)
+  if not held_by(holder) then
+    return 0
+  end
+  local err = hand_off(channel, counter_ttl, clock_floor, sharded)
+  if err then
+    return err
+  end
+  return 1
+end

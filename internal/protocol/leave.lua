@@ -6,11 +6,7 @@
 -- to lift the counter to the clock, ARGV[5] '1' for SPUBLISH, ARGV[6] pass on.
 -- Returns 1 when it released the lock, else 0.
 dequeue(ARGV[1])
-if ARGV[6] ~= '1' or not held_by(ARGV[1]) then
+if ARGV[6] ~= '1' then
   return 0
 end
-local err = hand_off(ARGV[2], ARGV[3], ARGV[4], ARGV[5])
-if err then
-  return err
-end
-return 1
+return let_go(ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5])

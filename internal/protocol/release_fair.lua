@@ -5,11 +5,4 @@
 -- The lock goes straight to the live head of the queue with a new token
 -- (see hand_off); with nobody queued, nobody to wake.
 -- Returns 1 when released, 0 when the lock is gone or held by another.
-if not held_by(ARGV[1]) then
-  return 0
-end
-local err = hand_off(ARGV[2], ARGV[3], ARGV[4], ARGV[5])
-if err then
-  return err
-end
-return 1
+return let_go(ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5])
