@@ -84,7 +84,9 @@ func WithDriftFactor(f float64) Option {
 // WithBackoff sets the bounds of the jittered exponential backoff a waiting
 // Acquire uses between tries when no release message arrives (lost message,
 // or a lock that expires instead of being released). A waiter also wakes
-// when the holder's remaining ttl runs out. The defaults are 10ms and 1s.
+// when the holder's remaining ttl runs out. A fair waiter, which a release
+// tells by message, tries every max instead (at most every 667ms, a third
+// of its ticket's life). The defaults are 10ms and 1s.
 func WithBackoff(min, max time.Duration) Option {
 	return func(c *config) error {
 		if min <= 0 || max < min {

@@ -99,10 +99,12 @@ func (c *Client) wait(ctx context.Context, req request, p *emit.Progress) (l *Le
 		p.Handoff = false
 		wait := jitter(backoff)
 		if req.try.Fair {
-			// Queued: a release hands the lock over and says so; the next
-			// try renews the ticket, or finds a handoff whose message was
-			// lost or a lock freed without a release.
-			wait = min(wait, protocol.TicketTTL/3)
+			// Queued: a release hands the lock over and says so, so there
+			// is nothing to poll for but a lost message or a lock freed
+			// without a release: the next try, at the backoff's maximum
+			// (at most a third of the ticket's life, to renew it), renews
+			// the ticket and finds those.
+			wait = jitter(min(c.cfg.maxBackoff, protocol.TicketTTL/3))
 		}
 		if res.PTTL > 0 && res.PTTL+time.Millisecond < wait {
 			wait = res.PTTL + time.Millisecond // expires without a release
