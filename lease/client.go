@@ -12,6 +12,7 @@ import (
 
 	"github.com/fencelock/fencelock/fence"
 	"github.com/fencelock/fencelock/internal/emit"
+	"github.com/fencelock/fencelock/internal/family"
 	"github.com/fencelock/fencelock/internal/isnil"
 	"github.com/fencelock/fencelock/internal/lifetime"
 	"github.com/fencelock/fencelock/internal/notify"
@@ -30,7 +31,7 @@ import (
 // instead, with one connection per master that serves a waited-for lock.
 type Client struct {
 	rdb     redis.UniversalClient
-	cfg     config
+	cfg     family.Config
 	notify  *notify.Notifier
 	pending lifetime.Pending // background cleanups, which Close waits for
 	closed  atomic.Bool
@@ -51,16 +52,12 @@ type Client struct {
 // setup shows the options to use.
 func New(rdb redis.UniversalClient, opts ...Option) (*Client, error) {
 	if isnil.Nil(rdb) {
-		return nil, fmt.Errorf("%w: nil redis client", ErrInvalid)
+		return nil, invalid("nil redis client")
 	}
-	cfg := defaultConfig()
-	for i, o := range opts {
-		if o == nil {
-			return nil, fmt.Errorf("%w: option #%d is nil", ErrInvalid, i)
-		}
-		if err := o(&cfg); err != nil {
-			return nil, err
-		}
+	cfg := family.New(observe.KindLease, ErrInvalid)
+	cfg.Fair = true
+	if err := family.Apply(&cfg, opts); err != nil {
+		return nil, err
 	}
 	return &Client{rdb: rdb, cfg: cfg, notify: notify.New(rdb)}, nil
 }
@@ -76,10 +73,10 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Client, error) {
 // fine.
 func (c *Client) Close(ctx context.Context) error {
 	if c == nil {
-		return fmt.Errorf("%w: nil client", ErrInvalid)
+		return invalid("nil client")
 	}
 	if ctx == nil {
-		return fmt.Errorf("%w: nil context", ErrInvalid)
+		return invalid("nil context")
 	}
 	c.closed.Store(true)
 	return c.pending.Wait(ctx)
@@ -89,7 +86,7 @@ func (c *Client) Close(ctx context.Context) error {
 // it, the error wraps ErrNotAcquired (and is a *HeldError telling for how
 // much longer).
 func (c *Client) TryAcquire(ctx context.Context, name string, ttl time.Duration, opts ...AcquireOption) (*Lease, error) {
-	return c.observed(ctx, name, ttl, false, func(ctx context.Context, p *emit.Progress) (*Lease, error) {
+	return emit.Observed(c.hooks(), observe.KindLease, ctx, name, ttl, false, ErrNotAcquired, func(ctx context.Context, p *emit.Progress) (*Lease, error) {
 		req, err := c.newRequest(ctx, name, ttl, opts)
 		if err != nil {
 			return nil, err
@@ -106,16 +103,12 @@ func (c *Client) TryAcquire(ctx context.Context, name string, ttl time.Duration,
 	})
 }
 
-// observed runs an acquire and reports it to the client's hooks.
-func (c *Client) observed(ctx context.Context, name string, ttl time.Duration, waiting bool,
-	run func(context.Context, *emit.Progress) (*Lease, error),
-) (*Lease, error) {
-	var h *observe.Hooks
-	if c != nil {
-		h = c.cfg.hooks
+// hooks returns the client's hooks; nil for a nil client.
+func (c *Client) hooks() *observe.Hooks {
+	if c == nil {
+		return nil
 	}
-	e := observe.AcquireStart{Kind: observe.KindLease, Name: name, TTL: ttl, Waiting: waiting}
-	return emit.Acquire(h, ctx, e, ErrNotAcquired, run)
+	return c.cfg.Hooks
 }
 
 // HeldError is returned by TryAcquire when another holder has the lock, or
@@ -144,7 +137,7 @@ type request struct {
 	ttl       time.Duration
 	try       protocol.Try
 	reacquire bool // WithHolder: the holder may have had the lock before the call
-	opt       acquireConfig
+	opt       family.Acquire
 }
 
 func (c *Client) newRequest(ctx context.Context, name string, ttl time.Duration, opts []AcquireOption) (request, error) {
@@ -152,33 +145,21 @@ func (c *Client) newRequest(ctx context.Context, name string, ttl time.Duration,
 		return request{}, err
 	}
 	if c.closed.Load() {
-		return request{}, fmt.Errorf("%w: the client is closed", ErrInvalid)
+		return request{}, invalid("the client is closed")
 	}
 	if err := fence.ValidateKey(name); err != nil {
-		return request{}, fmt.Errorf("%w: %w", ErrInvalid, err)
+		return request{}, invalid("%w", err)
 	}
-	if err := lifetime.CheckTTL(ttl, c.cfg.driftFactor); err != nil {
-		return request{}, fmt.Errorf("%w: %w", ErrInvalid, err)
+	if err := lifetime.CheckTTL(ttl, c.cfg.DriftFactor); err != nil {
+		return request{}, invalid("%w", err)
 	}
-	var ac acquireConfig
-	for i, o := range opts {
-		if o == nil {
-			return request{}, fmt.Errorf("%w: acquire option #%d is nil", ErrInvalid, i)
-		}
-		if err := o(&ac); err != nil {
-			return request{}, err
-		}
+	ac, err := family.ApplyAcquire(&c.cfg, ttl, opts)
+	if err != nil {
+		return request{}, err
 	}
-	if ac.keepAlive {
-		every, err := lifetime.KeepAliveEvery(ttl, ac.interval, c.cfg.driftFactor)
-		if err != nil {
-			return request{}, fmt.Errorf("%w: %w", ErrInvalid, err)
-		}
-		ac.interval = every
-	}
-	reacquire := ac.holder != ""
+	reacquire := ac.Holder != ""
 	if !reacquire {
-		ac.holder = uuid.NewString()
+		ac.Holder = uuid.NewString()
 	} else if err := c.pending.Wait(ctx); err != nil {
 		// A cleanup still running (a release that went to the background,
 		// a leave) may be under the same holder id: it would delete the
@@ -187,22 +168,22 @@ func (c *Client) newRequest(ctx context.Context, name string, ttl time.Duration,
 	}
 	return request{
 		name:      name,
-		keys:      protocol.KeysFor(c.cfg.prefix, name),
+		keys:      protocol.KeysFor(c.cfg.Prefix, name),
 		ttl:       ttl,
 		opt:       ac,
 		reacquire: reacquire,
-		try:       protocol.Try{Holder: ac.holder, TTL: ttl, Counter: c.counter(), Fair: c.cfg.fair},
+		try:       protocol.Try{Holder: ac.Holder, TTL: ttl, Counter: c.counter(), Fair: c.cfg.Fair},
 	}, nil
 }
 
 // counter is how the client keeps counters.
 func (c *Client) counter() protocol.Counter {
-	return protocol.Counter{TTL: c.cfg.counterTTL, ClockFloor: c.cfg.clockFloor}
+	return protocol.Counter{TTL: c.cfg.CounterTTL, ClockFloor: c.cfg.ClockFloor}
 }
 
 // release is how holder lets go of a lock of this client.
 func (c *Client) release(holder string) protocol.Release {
-	return protocol.Release{Holder: holder, Fair: c.cfg.fair, Counter: c.counter(), PubSub: c.notify.PubSub()}
+	return protocol.Release{Holder: holder, Fair: c.cfg.Fair, Counter: c.counter(), PubSub: c.notify.PubSub()}
 }
 
 // try runs the acquire script once. It returns a lease when acquired, a nil
@@ -242,7 +223,7 @@ func (c *Client) try(ctx context.Context, req request) (*Lease, protocol.TryResu
 // acquire runs the acquire script, followed by WAIT when replica
 // acknowledgement is on.
 func (c *Client) acquire(ctx context.Context, req request) (protocol.TryResult, error) {
-	if c.cfg.replicas == 0 {
+	if c.cfg.Replicas == 0 {
 		return protocol.Acquire(ctx, c.rdb, req.keys, req.try)
 	}
 	var node protocol.Pipeliner = c.rdb
@@ -254,16 +235,16 @@ func (c *Client) acquire(ctx context.Context, req request) (protocol.TryResult, 
 		}
 		node = n
 	}
-	res, acked, err := protocol.AcquireAcked(ctx, node, req.keys, req.try, c.cfg.replicas, c.cfg.ackTimeout)
+	res, acked, err := protocol.AcquireAcked(ctx, node, req.keys, req.try, c.cfg.Replicas, c.cfg.AckTimeout)
 	if err != nil && res.Got() { // the script took the lock, WAIT failed
 		return protocol.TryResult{}, errors.Join(err, errReleased, c.releaseAfterLostReply(ctx, req, res))
 	}
-	if err != nil || !res.Got() || acked >= int64(c.cfg.replicas) {
+	if err != nil || !res.Got() || acked >= int64(c.cfg.Replicas) {
 		return res, err
 	}
 	relErr := c.releaseAfterLostReply(ctx, req, res)
 	return protocol.TryResult{}, errors.Join(&notReplicatedError{
-		name: req.name, seq: res.Seq, acked: acked, want: c.cfg.replicas, timeout: c.cfg.ackTimeout,
+		name: req.name, seq: res.Seq, acked: acked, want: c.cfg.Replicas, timeout: c.cfg.AckTimeout,
 	}, errReleased, relErr)
 }
 

@@ -30,9 +30,9 @@ type Info struct {
 func (c *Client) usable(ctx context.Context) error {
 	switch {
 	case c == nil || c.rdb == nil:
-		return fmt.Errorf("%w: nil client", ErrInvalid)
+		return invalid("nil client")
 	case ctx == nil:
-		return fmt.Errorf("%w: nil context", ErrInvalid)
+		return invalid("nil context")
 	}
 	return nil
 }
@@ -44,9 +44,9 @@ func (c *Client) Inspect(ctx context.Context, name string) (Info, error) {
 		return Info{}, err
 	}
 	if err := fence.ValidateKey(name); err != nil {
-		return Info{}, fmt.Errorf("%w: %w", ErrInvalid, err)
+		return Info{}, invalid("%w", err)
 	}
-	s, err := protocol.Inspect(ctx, c.rdb, protocol.KeysFor(c.cfg.prefix, name))
+	s, err := protocol.Inspect(ctx, c.rdb, protocol.KeysFor(c.cfg.Prefix, name))
 	if err != nil {
 		return Info{}, fmt.Errorf("lease: inspect %q: %w", name, err)
 	}
@@ -68,12 +68,12 @@ func (c *Client) Advance(ctx context.Context, name string, floor uint64) (uint64
 		return 0, err
 	}
 	if err := fence.ValidateKey(name); err != nil {
-		return 0, fmt.Errorf("%w: %w", ErrInvalid, err)
+		return 0, invalid("%w", err)
 	}
 	if floor >= fence.MaxSeq {
-		return 0, fmt.Errorf("%w: floor %d leaves no room below 2^53-1", ErrInvalid, floor)
+		return 0, invalid("floor %d leaves no room below 2^53-1", floor)
 	}
-	n, err := protocol.Advance(ctx, c.rdb, protocol.KeysFor(c.cfg.prefix, name), floor, c.counter())
+	n, err := protocol.Advance(ctx, c.rdb, protocol.KeysFor(c.cfg.Prefix, name), floor, c.counter())
 	if err != nil {
 		return 0, fmt.Errorf("lease: advance %q: %w", name, err)
 	}

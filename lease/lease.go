@@ -70,15 +70,15 @@ func (l *Lease) lf() *lifetime.Life {
 // newLease starts the lifetime of an acquisition that began at start.
 func newLease(c *Client, req request, tok fence.Token, start time.Time) *Lease {
 	b := &backend{c: c, keys: req.keys, tok: tok}
-	cfg := c.lifeConfig(req.ttl, req.opt.interval)
+	cfg := c.lifeConfig(req.ttl, req.opt.Interval)
 	return &Lease{life: lifetime.Start(b, tok, start, req.ttl, cfg)}
 }
 
 // lifeConfig is the lifetime configuration of a lease of this client.
 func (c *Client) lifeConfig(ttl, keepAlive time.Duration) lifetime.Config {
 	return lifetime.Config{Lost: ErrLost, Released: ErrReleased, Invalid: ErrInvalid,
-		DriftFactor: c.cfg.driftFactor, TTL: ttl, KeepAlive: keepAlive,
-		Hooks: c.cfg.hooks, Kind: observe.KindLease, Pending: &c.pending}
+		DriftFactor: c.cfg.DriftFactor, TTL: ttl, KeepAlive: keepAlive,
+		Hooks: c.cfg.Hooks, Kind: observe.KindLease, Pending: &c.pending}
 }
 
 // Token returns the fencing token of this acquisition (or of its last

@@ -2,13 +2,14 @@ package lease
 
 import (
 	"context"
-	"math/rand/v2"
 	"time"
 
 	"github.com/fencelock/fencelock/fence"
 	"github.com/fencelock/fencelock/internal/emit"
+	"github.com/fencelock/fencelock/internal/family"
 	"github.com/fencelock/fencelock/internal/lifetime"
 	"github.com/fencelock/fencelock/internal/protocol"
+	"github.com/fencelock/fencelock/observe"
 )
 
 // Acquire takes lock name for ttl, waiting while another holder has it.
@@ -34,7 +35,7 @@ import (
 // I/O error from Redis is returned at once rather than retried, so a
 // waiter never hangs on a server that is gone.
 func (c *Client) Acquire(ctx context.Context, name string, ttl time.Duration, opts ...AcquireOption) (*Lease, error) {
-	return c.observed(ctx, name, ttl, true, func(ctx context.Context, p *emit.Progress) (*Lease, error) {
+	return emit.Observed(c.hooks(), observe.KindLease, ctx, name, ttl, true, ErrNotAcquired, func(ctx context.Context, p *emit.Progress) (*Lease, error) {
 		req, err := c.newRequest(ctx, name, ttl, opts)
 		if err != nil {
 			return nil, err
@@ -87,7 +88,7 @@ func (c *Client) wait(ctx context.Context, req request, p *emit.Progress) (l *Le
 		w.WaitReady(ctx)
 	}
 
-	backoff := c.cfg.minBackoff
+	backoff, waits := c.cfg.Backoff(), 0
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for first := listening; ; first = false {
@@ -97,26 +98,26 @@ func (c *Client) wait(ctx context.Context, req request, p *emit.Progress) (l *Le
 			}
 		}
 		p.Handoff = false
-		wait := jitter(backoff)
+		wait := backoff.Wait(waits)
 		if req.try.Fair {
 			// Queued: a release hands the lock over and says so, so there
 			// is nothing to poll for but a lost message or a lock freed
 			// without a release: the next try, at the backoff's maximum
 			// (at most a third of the ticket's life, to renew it), renews
 			// the ticket and finds those.
-			wait = jitter(min(c.cfg.maxBackoff, protocol.TicketTTL/3))
+			wait = family.Jitter(min(c.cfg.MaxBackoff, protocol.TicketTTL/3))
 		}
 		if res.PTTL > 0 && res.PTTL+time.Millisecond < wait {
 			wait = res.PTTL + time.Millisecond // expires without a release
 		}
-		backoff = min(2*backoff, c.cfg.maxBackoff)
+		waits++
 
 		timer.Reset(wait)
 		select {
 		case <-ctx.Done():
 			return nil, notAcquired(ctx, req.name, nil)
 		case u := <-w.Wake():
-			backoff = c.cfg.minBackoff
+			waits = 0
 			p.Handoff = true
 			if l := c.handedOff(ctx, req, u.Msg, tries); l != nil {
 				return l, nil
@@ -147,7 +148,7 @@ func (c *Client) handedOff(ctx context.Context, req request, m protocol.Message,
 	if !m.Handoff || m.Holder != req.try.Holder || lifetime.Ended(ctx) != nil {
 		return nil
 	}
-	if c.cfg.replicas > 0 {
+	if c.cfg.Replicas > 0 {
 		// WithReplicaAck: the handed lock must be acknowledged like any
 		// other. The next try, at once, finds it ours (Reacquired) and
 		// sends WAIT with it.
@@ -157,7 +158,7 @@ func (c *Client) handedOff(ctx context.Context, req request, m protocol.Message,
 	if !ok {
 		return nil // not a try this Acquire knows: the next try finds out
 	}
-	valid := lifetime.Validity(req.ttl, c.cfg.driftFactor)
+	valid := lifetime.Validity(req.ttl, c.cfg.DriftFactor)
 	if time.Until(start.Add(valid)) < req.ttl/2 {
 		start = time.Now()
 		held, err := protocol.Refresh(ctx, c.rdb, req.keys, m.Holder, m.Seq, req.ttl)
@@ -202,12 +203,4 @@ func (c *Client) leave(ctx context.Context, req request) {
 		_, err := protocol.Leave(ctx, c.rdb, req.keys, c.release(req.try.Holder), !req.reacquire)
 		return err
 	})
-}
-
-// jitter returns a random duration in [d/2, d].
-func jitter(d time.Duration) time.Duration {
-	if d <= 1 {
-		return d
-	}
-	return d/2 + rand.N(d/2+1)
 }

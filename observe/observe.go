@@ -7,7 +7,7 @@
 // OpenTelemetry metrics and spans, and a Hooks value of your own can feed
 // any other system.
 //
-// Pass one with lease.WithHooks, redlock.WithHooks, pgverifier.WithHooks,
+// Pass one with lease.WithHooks (for either lease kind), pgverifier.WithHooks,
 // redisverifier.WithHooks, or set verifier.Memory's Hooks field. Every
 // field may be nil. The functions are called synchronously on the caller's
 // goroutine (Lost on a goroutine of its own, since a lease can be lost by

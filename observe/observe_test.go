@@ -160,9 +160,9 @@ func TestRedlockEventsAndKeepAlive(t *testing.T) {
 		rdbs = append(rdbs, c)
 	}
 	var rec recorder
-	c, err := redlock.New(rdbs, redlock.WithHooks(rec.hooks()), redlock.WithNodeTimeout(time.Second), redlock.WithQuorumFencing(true))
+	c, err := redlock.New(rdbs, lease.WithHooks(rec.hooks()), redlock.WithNodeTimeout(time.Second), redlock.WithQuorumFencing(true))
 	require.NoError(t, err)
-	l, err := c.TryAcquire(t.Context(), "jobs/r", 300*time.Millisecond, redlock.WithKeepAlive(50*time.Millisecond))
+	l, err := c.TryAcquire(t.Context(), "jobs/r", 300*time.Millisecond, lease.WithKeepAlive(50*time.Millisecond))
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {
 		rec.mu.Lock()

@@ -183,7 +183,7 @@ func (g *globals) connect() (backend, error) {
 		}
 		rdbs = append(rdbs, rdb)
 	}
-	c, err := redlock.New(rdbs, redlock.WithPrefix(g.prefix), redlock.WithQuorumFencing(true))
+	c, err := redlock.New(rdbs, lease.WithPrefix(g.prefix), redlock.WithQuorumFencing(true))
 	if err != nil {
 		closeAll()
 		return nil, err
@@ -238,13 +238,20 @@ type single struct {
 }
 
 func (s *single) acquire(ctx context.Context, name string, ttl time.Duration, wait bool) (lease.Interface, error) {
-	acquire := s.c.TryAcquire
+	return acquireWith(ctx, name, ttl, wait, s.c.TryAcquire, s.c.Acquire)
+}
+
+// acquireWith takes a lease with keep-alive, with try or, to wait, with
+// acquire: the methods of either kind's client, which take the same options.
+func acquireWith[L lease.Interface](ctx context.Context, name string, ttl time.Duration, wait bool,
+	try, acquire func(context.Context, string, time.Duration, ...lease.AcquireOption) (L, error),
+) (lease.Interface, error) {
 	if wait {
-		acquire = s.c.Acquire
+		try = acquire
 	}
-	l, err := acquire(ctx, name, ttl, lease.WithKeepAlive(0))
+	l, err := try(ctx, name, ttl, lease.WithKeepAlive(0))
 	if err != nil {
-		return nil, err
+		return nil, err // not a typed nil in the interface
 	}
 	return l, nil
 }
@@ -285,15 +292,7 @@ type quorum struct {
 }
 
 func (q *quorum) acquire(ctx context.Context, name string, ttl time.Duration, wait bool) (lease.Interface, error) {
-	acquire := q.c.TryAcquire
-	if wait {
-		acquire = q.c.Acquire
-	}
-	l, err := acquire(ctx, name, ttl, redlock.WithKeepAlive(0))
-	if err != nil {
-		return nil, err
-	}
-	return l, nil
+	return acquireWith(ctx, name, ttl, wait, q.c.TryAcquire, q.c.Acquire)
 }
 
 // nodeWaitTimeout bounds the waiter count on one Redlock node.

@@ -106,7 +106,7 @@ type instruments struct {
 }
 
 // New returns hooks that record fencelock's events as metrics and spans.
-// Pass them to lease.WithHooks, redlock.WithHooks, pgverifier.WithHooks,
+// Pass them to lease.WithHooks (for either lease kind), pgverifier.WithHooks,
 // redisverifier.WithHooks or verifier.Memory's Hooks field; one value may
 // serve them all.
 func New(opts ...Option) (*observe.Hooks, error) {

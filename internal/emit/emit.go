@@ -131,3 +131,13 @@ func Acquire[L interface{ Token() fence.Token }](h *observe.Hooks, ctx context.C
 	AcquireDone(h, ctx, done, start, busy)
 	return l, err
 }
+
+// Observed runs an acquire of lock name for ttl by a client of kind (run)
+// and reports it to h, as Acquire does. waiting tells Acquire from
+// TryAcquire; busy is the kind's not-acquired sentinel.
+func Observed[L interface{ Token() fence.Token }](h *observe.Hooks, kind observe.Kind, ctx context.Context,
+	name string, ttl time.Duration, waiting bool, busy error, run func(context.Context, *Progress) (L, error),
+) (L, error) {
+	e := observe.AcquireStart{Kind: kind, Name: name, TTL: ttl, Waiting: waiting}
+	return Acquire(h, ctx, e, busy, run)
+}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"slices"
 	"time"
 
@@ -12,8 +11,10 @@ import (
 
 	"github.com/fencelock/fencelock/fence"
 	"github.com/fencelock/fencelock/internal/emit"
+	"github.com/fencelock/fencelock/internal/family"
 	"github.com/fencelock/fencelock/internal/lifetime"
 	"github.com/fencelock/fencelock/internal/protocol"
+	"github.com/fencelock/fencelock/lease"
 	"github.com/fencelock/fencelock/observe"
 )
 
@@ -34,8 +35,8 @@ import (
 // The nodes' answers wait for no one: a node that is down or paused costs
 // at most the node timeout, and when so many nodes refused or failed that
 // no majority is left, TryAcquire stops waiting for the rest.
-func (c *Client) TryAcquire(ctx context.Context, name string, ttl time.Duration, opts ...AcquireOption) (*Lease, error) {
-	return c.observed(ctx, name, ttl, false, func(ctx context.Context, p *emit.Progress) (*Lease, error) {
+func (c *Client) TryAcquire(ctx context.Context, name string, ttl time.Duration, opts ...lease.AcquireOption) (*Lease, error) {
+	return emit.Observed(c.hooks(), observe.KindRedlock, ctx, name, ttl, false, ErrNotAcquired, func(ctx context.Context, p *emit.Progress) (*Lease, error) {
 		ac, err := c.request(ctx, name, ttl, opts)
 		if err != nil {
 			return nil, err
@@ -46,39 +47,35 @@ func (c *Client) TryAcquire(ctx context.Context, name string, ttl time.Duration,
 	})
 }
 
-// observed runs an acquire and reports it to the client's hooks.
-func (c *Client) observed(ctx context.Context, name string, ttl time.Duration, waiting bool,
-	run func(context.Context, *emit.Progress) (*Lease, error),
-) (*Lease, error) {
-	var h *observe.Hooks
-	if c != nil {
-		h = c.cfg.hooks
+// hooks returns the client's hooks; nil for a nil client.
+func (c *Client) hooks() *observe.Hooks {
+	if c == nil {
+		return nil
 	}
-	e := observe.AcquireStart{Kind: observe.KindRedlock, Name: name, TTL: ttl, Waiting: waiting}
-	return emit.Acquire(h, ctx, e, ErrNotAcquired, run)
+	return c.cfg.Hooks
 }
 
 // request validates an acquisition before any I/O.
-func (c *Client) request(ctx context.Context, name string, ttl time.Duration, opts []AcquireOption) (acquireConfig, error) {
+func (c *Client) request(ctx context.Context, name string, ttl time.Duration, opts []lease.AcquireOption) (family.Acquire, error) {
 	if c == nil || len(c.nodes) == 0 {
-		return acquireConfig{}, invalid("nil client")
+		return family.Acquire{}, invalid("nil client")
 	}
 	if ctx == nil {
-		return acquireConfig{}, invalid("nil context")
+		return family.Acquire{}, invalid("nil context")
 	}
 	if c.closed.Load() {
-		return acquireConfig{}, invalid("the client is closed")
+		return family.Acquire{}, invalid("the client is closed")
 	}
 	if err := c.check(name, ttl); err != nil {
-		return acquireConfig{}, err
+		return family.Acquire{}, err
 	}
-	ac, err := c.acquireOptions(ttl, opts)
-	if err == nil && ac.holder != "" {
+	ac, err := family.ApplyAcquire(&c.cfg, ttl, opts)
+	if err == nil && ac.Holder != "" {
 		// A cleanup still running (a release that went to the background)
 		// may be under the same holder id: it would delete the lock this
 		// re-acquire is about to get back.
 		if werr := c.pending.Wait(ctx); werr != nil {
-			return acquireConfig{}, errors.Join(fmt.Errorf("%w: %q", ErrNotAcquired, name), werr)
+			return family.Acquire{}, errors.Join(fmt.Errorf("%w: %q", ErrNotAcquired, name), werr)
 		}
 	}
 	return ac, err
@@ -88,15 +85,15 @@ func (c *Client) request(ctx context.Context, name string, ttl time.Duration, op
 // attempts as [Client.TryAcquire] does; between them it waits for a release
 // to be published on any node (see [WithWakeup]), for the time when the
 // nodes' remaining ttls say a majority will be free, or for a jittered
-// exponential backoff (see [WithBackoff]), whichever comes first.
+// exponential backoff (see lease.WithBackoff), whichever comes first.
 //
 // When ctx ends first, the error is both ErrNotAcquired and ctx.Err(),
 // joined with the node errors of the last attempt. When a majority of the
 // nodes fail with errors (rather than refuse because the lock is held), the
 // lock service is unavailable and Acquire returns that error at once instead
 // of waiting, as the lease does on an I/O error.
-func (c *Client) Acquire(ctx context.Context, name string, ttl time.Duration, opts ...AcquireOption) (*Lease, error) {
-	return c.observed(ctx, name, ttl, true, func(ctx context.Context, p *emit.Progress) (*Lease, error) {
+func (c *Client) Acquire(ctx context.Context, name string, ttl time.Duration, opts ...lease.AcquireOption) (*Lease, error) {
+	return emit.Observed(c.hooks(), observe.KindRedlock, ctx, name, ttl, true, ErrNotAcquired, func(ctx context.Context, p *emit.Progress) (*Lease, error) {
 		ac, err := c.request(ctx, name, ttl, opts)
 		if err != nil {
 			return nil, err
@@ -106,7 +103,7 @@ func (c *Client) Acquire(ctx context.Context, name string, ttl time.Duration, op
 }
 
 // wait is Acquire once the request is valid.
-func (c *Client) wait(ctx context.Context, name string, ttl time.Duration, ac acquireConfig, p *emit.Progress) (*Lease, error) {
+func (c *Client) wait(ctx context.Context, name string, ttl time.Duration, ac family.Acquire, p *emit.Progress) (*Lease, error) {
 	var wake *wakeup
 	defer func() { wake.close() }()
 	for attempt := 0; ; attempt++ {
@@ -123,7 +120,7 @@ func (c *Client) wait(ctx context.Context, name string, ttl time.Duration, ac ac
 		if lifetime.Ended(ctx) != nil || miss.unavailable {
 			return nil, err // try joined ctx.Err()
 		}
-		if c.cfg.wakeup && wake == nil {
+		if c.cfg.Wakeup && wake == nil {
 			// Listen only once the lock was found busy, so an
 			// uncontended acquire costs one round trip and no
 			// subscription. The next attempt, made as soon as the
@@ -132,26 +129,16 @@ func (c *Client) wait(ctx context.Context, name string, ttl time.Duration, ac ac
 			wake = c.listen(ctx, c.keys(name).Channel)
 			continue
 		}
-		wait := c.backoff(attempt)
+		wait := c.cfg.Backoff().Wait(attempt)
 		if miss.freeIn > 0 && miss.freeIn < wait {
 			wait = miss.freeIn + time.Millisecond
 		}
-		woken, werr := wake.wait(ctx, wait, c.cfg.minBackoff, miss.busy)
+		woken, werr := wake.wait(ctx, wait, c.cfg.MinBackoff, miss.busy)
 		if werr != nil {
 			return nil, errors.Join(err, werr)
 		}
 		p.Handoff = woken
 	}
-}
-
-// backoff returns the wait before attempt n+1: uniform in [d/2, d], with
-// d = minBackoff×2ⁿ capped at maxBackoff.
-func (c *Client) backoff(n int) time.Duration {
-	d := c.cfg.maxBackoff
-	if n < 30 {
-		d = min(c.cfg.minBackoff<<n, c.cfg.maxBackoff)
-	}
-	return d/2 + rand.N(d/2+1)
 }
 
 // miss tells a waiting Acquire what a failed attempt found.
@@ -163,13 +150,13 @@ type miss struct {
 
 // tryFor is one node's try for holder.
 func (c *Client) tryFor(holder string, ttl time.Duration) protocol.Try {
-	return protocol.Try{Holder: holder, TTL: ttl, Counter: c.counter(), Unfenced: !c.cfg.quorumFencing}
+	return protocol.Try{Holder: holder, TTL: ttl, Counter: c.counter(), Unfenced: !c.cfg.QuorumFencing}
 }
 
 // try makes one attempt.
-func (c *Client) try(ctx context.Context, name string, ttl time.Duration, ac acquireConfig) (*Lease, miss, error) {
+func (c *Client) try(ctx context.Context, name string, ttl time.Duration, ac family.Acquire) (*Lease, miss, error) {
 	k := c.keys(name)
-	holder := ac.holder
+	holder := ac.Holder
 	if holder == "" {
 		holder = uuid.NewString() // a fresh id per attempt: see releaseAfter
 	}
@@ -177,7 +164,7 @@ func (c *Client) try(ctx context.Context, name string, ttl time.Duration, ac acq
 	drift := c.drift(ttl)
 
 	start := time.Now()
-	rs := fanout(ctx, c.nodes, c.cfg.nodeTimeout, acquireOp(k, args, ac.holder != ""), c.hopeless)
+	rs := fanout(ctx, c.nodes, c.cfg.NodeTimeout, acquireOp(k, args, ac.Holder != ""), c.hopeless)
 
 	granted, again, held, errs, unawaited := 0, 0, 0, 0, 0
 	var seq, againSeq uint64
@@ -208,7 +195,7 @@ func (c *Client) try(ctx context.Context, name string, ttl time.Duration, ac acq
 	case granted < c.quorum:
 		why = fmt.Errorf("%w: %q: granted by %d of %d nodes, %d needed (held by another: %d, failed: %d, not awaited: %d)",
 			ErrNotAcquired, name, granted, len(c.nodes), c.quorum, held, errs, unawaited)
-	case c.cfg.quorumFencing:
+	case c.cfg.QuorumFencing:
 		why = c.writeBack(ctx, name, k, holder, rs, seq)
 	}
 	if why == nil {
@@ -227,7 +214,7 @@ func (c *Client) try(ctx context.Context, name string, ttl time.Duration, ac acq
 		return newLease(c, k, tok, start, ttl, ac), miss{}, nil
 	}
 
-	cleanup := c.releaseAfter(ctx, k, holder, ttl, ac.holder != "", rs)
+	cleanup := c.releaseAfter(ctx, k, holder, ttl, ac.Holder != "", rs)
 	if ce := lifetime.Ended(ctx); ce != nil {
 		why = errors.Join(why, ce)
 	}
@@ -284,8 +271,8 @@ func (c *Client) releaseAfter(ctx context.Context, k protocol.Keys, holder strin
 	// Each try releases on the nodes that have not answered yet; it fails,
 	// and is retried, while any node has not. Only the errors of nodes that
 	// had granted the lock are reported.
-	err := c.pending.Detach(ctx, c.cfg.nodeTimeout, lifetime.CleanupBound(ttl), func(ctx context.Context) error {
-		out := fanout(ctx, nodes, c.cfg.nodeTimeout, releaseOp(k, holder), nil)
+	err := c.pending.Detach(ctx, c.cfg.NodeTimeout, lifetime.CleanupBound(ttl), func(ctx context.Context) error {
+		out := fanout(ctx, nodes, c.cfg.NodeTimeout, releaseOp(k, holder), nil)
 		var errs, pending []error
 		var left []node
 		var leftGranted []bool
@@ -321,7 +308,7 @@ var errRetry = errors.New("redlock: cleanup incomplete")
 // releaseInBackground releases the lock on nodes without making the caller
 // wait, bounded by the node timeout: the cleanup after a lost lease.
 func (c *Client) releaseInBackground(ctx context.Context, nodes []node, k protocol.Keys, holder string) {
-	c.pending.Go(func() { fanout(context.WithoutCancel(ctx), nodes, c.cfg.nodeTimeout, releaseOp(k, holder), nil) })
+	c.pending.Go(func() { fanout(context.WithoutCancel(ctx), nodes, c.cfg.NodeTimeout, releaseOp(k, holder), nil) })
 }
 
 // mayHaveRun reports whether a node's failed call may still have run on the

@@ -84,7 +84,7 @@ func BenchmarkAcquireRelease(b *testing.B) {
 		// A prefix per case: a 3-node case must not leave nodes 0-2 ahead
 		// of the others, which a 5-node fenced case would have to write back.
 		prefix := fmt.Sprintf("bench-redlock-%d-%v:", n, fenced)
-		c, err := redlock.New(sharedRDB[:n], redlock.WithPrefix(prefix), redlock.WithQuorumFencing(fenced), benchTimeout)
+		c, err := redlock.New(sharedRDB[:n], lease.WithPrefix(prefix), redlock.WithQuorumFencing(fenced), benchTimeout)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -186,7 +186,7 @@ func BenchmarkSimulatedRTT(b *testing.B) {
 func pairedRuns(b *testing.B, single *lease.Client, nodes []redis.UniversalClient, prefix string) {
 	ctx := context.Background()
 	for _, fenced := range []bool{false, true} {
-		c, err := redlock.New(nodes, redlock.WithPrefix(fmt.Sprintf("%s-%v:", prefix, fenced)), redlock.WithQuorumFencing(fenced), benchTimeout)
+		c, err := redlock.New(nodes, lease.WithPrefix(fmt.Sprintf("%s-%v:", prefix, fenced)), redlock.WithQuorumFencing(fenced), benchTimeout)
 		if err != nil {
 			b.Fatal(err)
 		}

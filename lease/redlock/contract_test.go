@@ -29,7 +29,7 @@ func TestReissueWithMinorityRestartedEmpty(t *testing.T) {
 	ctx := ctxFor(t, 30*time.Second)
 	c := newLocker(t, rdbs, redlock.WithQuorumFencing(true))
 	n := name(t)
-	keys := protocol.KeysFor(redlock.DefaultPrefix, n)
+	keys := protocol.KeysFor(lease.DefaultPrefix, n)
 	for range 3 {
 		acquireSeq(t, ctx, c, n)
 	}
@@ -125,7 +125,7 @@ func TestWithHolderReacquires(t *testing.T) {
 	saved := first.Token()
 
 	restart(t, ctx, rs, []int{2, 4})
-	again, err := c.TryAcquire(ctx, n, 30*time.Second, redlock.WithHolder(saved.Holder))
+	again, err := c.TryAcquire(ctx, n, 30*time.Second, lease.WithHolder(saved.Holder))
 	require.NoError(t, err)
 	assert.Equal(t, saved, again.Token(), "the same token")
 	info, err := c.Inspect(ctx, n)
@@ -134,13 +134,13 @@ func TestWithHolderReacquires(t *testing.T) {
 		assert.Equal(t, saved, ni.Token, "node %d holds the same token again", i)
 	}
 
-	_, err = c.TryAcquire(ctx, n, 30*time.Second, redlock.WithHolder("someone-else"))
+	_, err = c.TryAcquire(ctx, n, 30*time.Second, lease.WithHolder("someone-else"))
 	assert.ErrorIs(t, err, redlock.ErrNotAcquired)
-	_, err = c.TryAcquire(ctx, n, 30*time.Second, redlock.WithHolder("bad id!"))
+	_, err = c.TryAcquire(ctx, n, 30*time.Second, lease.WithHolder("bad id!"))
 	assert.ErrorIs(t, err, redlock.ErrInvalid)
 
 	require.NoError(t, again.Release(ctx))
-	next, err := c.TryAcquire(ctx, n, 30*time.Second, redlock.WithHolder(saved.Holder))
+	next, err := c.TryAcquire(ctx, n, 30*time.Second, lease.WithHolder(saved.Holder))
 	require.NoError(t, err, "free again: a new acquisition under the same id")
 	assert.Greater(t, next.Token().Seq, saved.Seq)
 	require.NoError(t, next.Release(ctx))
@@ -186,7 +186,7 @@ func TestRedlockContextAndRelease(t *testing.T) {
 	ctx := ctxFor(t, 30*time.Second)
 	c := newLocker(t, sharedRDB, redlock.WithQuorumFencing(true))
 	n := name(t)
-	keys := protocol.KeysFor(redlock.DefaultPrefix, n)
+	keys := protocol.KeysFor(lease.DefaultPrefix, n)
 	l, err := c.TryAcquire(ctx, n, 30*time.Second)
 	require.NoError(t, err)
 	lctx := l.Context()
@@ -228,7 +228,7 @@ func TestRedlockInputRules(t *testing.T) {
 		assert.ErrorIs(t, err, redlock.ErrInvalid, "ttl %v", ttl)
 	}
 	for _, every := range []time.Duration{time.Nanosecond, 10 * time.Second} {
-		_, err := c.TryAcquire(ctx, n, time.Second, redlock.WithKeepAlive(every))
+		_, err := c.TryAcquire(ctx, n, time.Second, lease.WithKeepAlive(every))
 		assert.ErrorIs(t, err, redlock.ErrInvalid, "keep-alive %v", every)
 	}
 	var typed *redis.Client

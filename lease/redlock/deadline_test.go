@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fencelock/fencelock/internal/testenv"
+	"github.com/fencelock/fencelock/lease"
 	"github.com/fencelock/fencelock/lease/redlock"
 )
 
@@ -84,7 +85,7 @@ func acquireErr(t *testing.T, err error) {
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
 }
 
-type acquireFunc func(c *redlock.Client, ctx context.Context, name string, ttl time.Duration, opts ...redlock.AcquireOption) (*redlock.Lease, error)
+type acquireFunc func(c *redlock.Client, ctx context.Context, name string, ttl time.Duration, opts ...lease.AcquireOption) (*redlock.Lease, error)
 
 var acquireFuncs = []struct {
 	name string

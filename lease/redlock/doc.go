@@ -11,7 +11,7 @@
 // (a UUID), each call bounded by a short per-node timeout ([WithNodeTimeout],
 // 50ms by default). The lock is obtained when a majority granted it and the
 // time spent leaves validity: elapsed < ttl − drift, with drift = ttl×factor
-// + 2ms ([WithDriftFactor], factor 0.01 by default). The [Lease] then trusts
+// + 2ms ([lease.WithDriftFactor], factor 0.01 by default). The [Lease] then trusts
 // its lock until a local deadline on the monotonic clock: the start of the
 // acquire + ttl − drift; [Lease.Done] closes then, or earlier when a refresh
 // finds the lock lost, or on release. A failed attempt is released at once

@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fencelock/fencelock/fence"
+	"github.com/fencelock/fencelock/lease"
 	"github.com/fencelock/fencelock/lease/redlock"
 	"github.com/fencelock/fencelock/verifier"
 )
@@ -110,7 +111,7 @@ func ExampleLease_Token() {
 func ExampleWithKeepAlive() {
 	ctx := context.Background()
 	locks, _ := redlock.New(sharedRDB, redlock.WithNodeTimeout(time.Second))
-	l, err := locks.TryAcquire(ctx, "example:long-job", time.Second, redlock.WithKeepAlive(0))
+	l, err := locks.TryAcquire(ctx, "example:long-job", time.Second, lease.WithKeepAlive(0))
 	if err != nil {
 		panic(err)
 	}

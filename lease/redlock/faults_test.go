@@ -11,6 +11,7 @@ import (
 
 	"github.com/fencelock/fencelock/internal/protocol"
 	"github.com/fencelock/fencelock/internal/testenv/faults"
+	"github.com/fencelock/fencelock/lease"
 	"github.com/fencelock/fencelock/lease/redlock"
 )
 
@@ -70,7 +71,7 @@ func TestMinorityDownMajorityDown(t *testing.T) {
 	require.NoError(t, rs[4].Stop())
 	for _, try := range []struct {
 		name string
-		f    func(context.Context, string, time.Duration, ...redlock.AcquireOption) (*redlock.Lease, error)
+		f    func(context.Context, string, time.Duration, ...lease.AcquireOption) (*redlock.Lease, error)
 	}{{"TryAcquire", c.TryAcquire}, {"Acquire", c.Acquire}} {
 		start := time.Now()
 		_, err = try.f(ctx, n, 10*time.Second)
@@ -89,7 +90,7 @@ func TestMinorityDownMajorityDown(t *testing.T) {
 		t.Logf("%s with 3 of 5 down failed in %v:\n%v", try.name, elapsed, err)
 		// The failed attempt released what the live nodes granted.
 		for _, i := range []int{0, 2} {
-			st, err := protocol.Inspect(ctx, rdbs[i], protocol.KeysFor(redlock.DefaultPrefix, n))
+			st, err := protocol.Inspect(ctx, rdbs[i], protocol.KeysFor(lease.DefaultPrefix, n))
 			require.NoError(t, err)
 			assert.Empty(t, st.Holder, "%s: node %d", try.name, i)
 		}

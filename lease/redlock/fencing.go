@@ -38,7 +38,7 @@ func (c *Client) writeBack(ctx context.Context, name string, k protocol.Keys, ho
 	}
 	var errs error
 	if len(lag) > 0 {
-		out := fanout(ctx, lag, c.cfg.nodeTimeout, adoptOp(k, holder, seq, c.counter()), nil)
+		out := fanout(ctx, lag, c.cfg.NodeTimeout, adoptOp(k, holder, seq, c.counter()), nil)
 		for _, r := range out {
 			if r.err == nil {
 				have++

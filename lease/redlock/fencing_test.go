@@ -12,6 +12,7 @@ import (
 
 	"github.com/fencelock/fencelock/internal/protocol"
 	"github.com/fencelock/fencelock/internal/testenv"
+	"github.com/fencelock/fencelock/lease"
 	"github.com/fencelock/fencelock/lease/redlock"
 )
 
@@ -60,7 +61,7 @@ func TestQuorumFencingSurvivesMinorityRestarts(t *testing.T) {
 			ctx := ctxFor(t, 60*time.Second)
 			c := newLocker(t, rdbs, redlock.WithQuorumFencing(tc.fencing), redlock.WithNodeTimeout(time.Second))
 			n := name(t)
-			keys := protocol.KeysFor(redlock.DefaultPrefix, n)
+			keys := protocol.KeysFor(lease.DefaultPrefix, n)
 			t.Logf("seed %d", tc.seed)
 			rng := rand.New(rand.NewPCG(tc.seed, 0))
 

@@ -45,7 +45,7 @@ func (c *Client) Inspect(ctx context.Context, name string) (Info, error) {
 		return Info{}, err
 	}
 	k := c.keys(name)
-	rs := fanout(ctx, c.nodes, c.cfg.nodeTimeout, func(ctx context.Context, n node) (protocol.State, error) {
+	rs := fanout(ctx, c.nodes, c.cfg.NodeTimeout, func(ctx context.Context, n node) (protocol.State, error) {
 		return protocol.Inspect(ctx, n.rdb, k)
 	}, nil)
 

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/fencelock/fencelock/fence"
+	"github.com/fencelock/fencelock/internal/family"
 	"github.com/fencelock/fencelock/internal/lifetime"
 	"github.com/fencelock/fencelock/internal/protocol"
 	"github.com/fencelock/fencelock/lease"
@@ -38,11 +39,11 @@ func (l *Lease) lf() *lifetime.Life {
 	return l.life
 }
 
-func newLease(c *Client, k protocol.Keys, tok fence.Token, start time.Time, ttl time.Duration, ac acquireConfig) *Lease {
+func newLease(c *Client, k protocol.Keys, tok fence.Token, start time.Time, ttl time.Duration, ac family.Acquire) *Lease {
 	b := &backend{c: c, keys: k, tok: tok}
 	cfg := lifetime.Config{Lost: ErrLost, Released: ErrReleased, Invalid: ErrInvalid,
-		DriftFactor: c.cfg.driftFactor, TTL: ttl, KeepAlive: ac.interval,
-		Hooks: c.cfg.hooks, Kind: observe.KindRedlock, Pending: &c.pending}
+		DriftFactor: c.cfg.DriftFactor, TTL: ttl, KeepAlive: ac.Interval,
+		Hooks: c.cfg.Hooks, Kind: observe.KindRedlock, Pending: &c.pending}
 	return &Lease{life: lifetime.Start(b, tok, start, ttl, cfg)}
 }
 
@@ -58,7 +59,7 @@ func (l *Lease) Token() fence.Token { return l.lf().Token() }
 func (l *Lease) Name() string { return l.lf().Token().Key }
 
 // Holder returns the lease's holder id, stored on every node; save it for a
-// re-acquire after a restart (see [WithHolder]).
+// re-acquire after a restart (see [lease.WithHolder]).
 func (l *Lease) Holder() string { return l.lf().Token().Holder }
 
 // Deadline returns the local deadline: the start of the acquire (or of the
@@ -151,7 +152,7 @@ type backend struct {
 
 func (b *backend) Refresh(ctx context.Context, tok fence.Token, ttl time.Duration) error {
 	c, name := b.c, b.tok.Key
-	rs := fanout(ctx, c.nodes, c.cfg.nodeTimeout, acquireOp(b.keys, c.tryFor(b.tok.Holder, ttl), true), nil)
+	rs := fanout(ctx, c.nodes, c.cfg.NodeTimeout, acquireOp(b.keys, c.tryFor(b.tok.Holder, ttl), true), nil)
 	held, gone := 0, 0
 	var reset []node
 	for i, r := range rs {
@@ -175,15 +176,15 @@ func (b *backend) Refresh(ctx context.Context, tok fence.Token, ttl time.Duratio
 		return errors.Join(fmt.Errorf("redlock: refresh %q: confirmed on %d of %d nodes, %d needed; the deadline is unchanged",
 			name, held, len(c.nodes), c.quorum), lifetime.Ended(ctx), failed(rs))
 	}
-	if c.cfg.quorumFencing && len(reset) > 0 {
-		fanout(ctx, reset, c.cfg.nodeTimeout, adoptOp(b.keys, b.tok.Holder, tok.Seq, c.counter()), nil)
+	if c.cfg.QuorumFencing && len(reset) > 0 {
+		fanout(ctx, reset, c.cfg.NodeTimeout, adoptOp(b.keys, b.tok.Holder, tok.Seq, c.counter()), nil)
 	}
 	return nil
 }
 
 func (b *backend) Release(ctx context.Context) error {
 	c := b.c
-	rs := fanout(ctx, c.nodes, c.cfg.nodeTimeout, releaseOp(b.keys, b.tok.Holder), nil)
+	rs := fanout(ctx, c.nodes, c.cfg.NodeTimeout, releaseOp(b.keys, b.tok.Holder), nil)
 	gone := 0
 	for _, r := range rs {
 		if r.err == nil && !r.val {
@@ -199,10 +200,10 @@ func (b *backend) Release(ctx context.Context) error {
 
 func (b *backend) Reissue(ctx context.Context, floor uint64) (uint64, error) {
 	c, name := b.c, b.tok.Key
-	if !c.cfg.quorumFencing {
+	if !c.cfg.QuorumFencing {
 		return 0, invalid("reissue %q: tokens need WithQuorumFencing", name)
 	}
-	rs := fanout(ctx, c.nodes, c.cfg.nodeTimeout, reissueOp(b.keys, b.tok.Holder, floor, c.counter()), nil)
+	rs := fanout(ctx, c.nodes, c.cfg.NodeTimeout, reissueOp(b.keys, b.tok.Holder, floor, c.counter()), nil)
 	held, gone, seq := 0, 0, uint64(0)
 	for _, r := range rs {
 		switch {
@@ -235,7 +236,7 @@ func (b *backend) Reissue(ctx context.Context, floor uint64) (uint64, error) {
 			lag = append(lag, c.nodes[i])
 		}
 	}
-	out := fanout(ctx, lag, c.cfg.nodeTimeout, adoptOp(b.keys, b.tok.Holder, seq, c.counter()), nil)
+	out := fanout(ctx, lag, c.cfg.NodeTimeout, adoptOp(b.keys, b.tok.Holder, seq, c.counter()), nil)
 	for _, r := range out {
 		if r.err == nil {
 			have++

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fencelock/fencelock/internal/testenv"
+	"github.com/fencelock/fencelock/lease"
 	"github.com/fencelock/fencelock/lease/redlock"
 )
 
@@ -71,9 +72,9 @@ func ownNodes(t *testing.T, n int) ([]*testenv.Redis, []redis.UniversalClient) {
 // newLocker returns a redlock client over rdbs. Its node timeout is a
 // generous 1s unless opts set one: the default 50ms is easily missed on a
 // loaded two-core test machine, and most tests are not about timeouts.
-func newLocker(t testing.TB, rdbs []redis.UniversalClient, opts ...redlock.Option) *redlock.Client {
+func newLocker(t testing.TB, rdbs []redis.UniversalClient, opts ...lease.Option) *redlock.Client {
 	t.Helper()
-	opts = append([]redlock.Option{redlock.WithNodeTimeout(time.Second)}, opts...)
+	opts = append([]lease.Option{redlock.WithNodeTimeout(time.Second)}, opts...)
 	c, err := redlock.New(rdbs, opts...)
 	require.NoError(t, err)
 	return c

@@ -11,10 +11,13 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fencelock/fencelock/fence"
+	"github.com/fencelock/fencelock/internal/family"
 	"github.com/fencelock/fencelock/internal/isnil"
 	"github.com/fencelock/fencelock/internal/lifetime"
 	"github.com/fencelock/fencelock/internal/notify"
 	"github.com/fencelock/fencelock/internal/protocol"
+	"github.com/fencelock/fencelock/lease"
+	"github.com/fencelock/fencelock/observe"
 )
 
 // Client takes locks on a fixed set of independent Redis masters. It uses
@@ -25,7 +28,7 @@ import (
 type Client struct {
 	nodes  []node
 	quorum int
-	cfg    config
+	cfg    family.Config
 	notify []*notify.Notifier // per node, in node order
 	// pending are background cleanups (the release after a failed
 	// attempt), which Close waits for.
@@ -49,24 +52,22 @@ func (c *Client) Close(ctx context.Context) error {
 }
 
 // New returns a Client over nodes, one client per independent Redis master
-// (not replicas of one another, not one cluster). It checks the options and
+// (not replicas of one another, not one cluster). It takes the options of
+// package lease that both kinds share and this package's own, and refuses
+// lease-only ones (lease.WithFair, lease.WithReplicaAck). It checks the options and
 // the node count — odd and at least three, unless [WithForceNodeCount] — and
 // rejects nil clients and two clients with the same address. It does no I/O.
 // The clients are not closed by fencelock; close them yourself when done.
-func New(nodes []redis.UniversalClient, opts ...Option) (*Client, error) {
-	cfg := defaultConfig()
-	for i, o := range opts {
-		if o == nil {
-			return nil, invalid("option #%d is nil", i)
-		}
-		if err := o(&cfg); err != nil {
-			return nil, err
-		}
+func New(nodes []redis.UniversalClient, opts ...lease.Option) (*Client, error) {
+	cfg := family.New(observe.KindRedlock, ErrInvalid)
+	cfg.NodeTimeout, cfg.Wakeup = DefaultNodeTimeout, true
+	if err := family.Apply(&cfg, opts); err != nil {
+		return nil, err
 	}
 	switch {
 	case len(nodes) == 0:
 		return nil, invalid("no nodes")
-	case !cfg.anyNodeCount && (len(nodes) < 3 || len(nodes)%2 == 0):
+	case !cfg.AnyNodeCount && (len(nodes) < 3 || len(nodes)%2 == 0):
 		return nil, invalid("%d nodes: Redlock needs an odd number, at least 3 (or WithForceNodeCount)", len(nodes))
 	}
 	c := &Client{quorum: len(nodes)/2 + 1, cfg: cfg}
@@ -119,25 +120,25 @@ func (c *Client) Quorum() int { return c.quorum }
 
 // drift is the clock drift allowance for ttl.
 func (c *Client) drift(ttl time.Duration) time.Duration {
-	return lifetime.Drift(ttl, c.cfg.driftFactor)
+	return lifetime.Drift(ttl, c.cfg.DriftFactor)
 }
 
 // check validates a lock name and ttl before any I/O.
 func (c *Client) check(name string, ttl time.Duration) error {
 	if err := fence.ValidateKey(name); err != nil {
-		return fmt.Errorf("%w: %w", ErrInvalid, err)
+		return invalid("%w", err)
 	}
-	if err := lifetime.CheckTTL(ttl, c.cfg.driftFactor); err != nil {
+	if err := lifetime.CheckTTL(ttl, c.cfg.DriftFactor); err != nil {
 		return invalid("%w", err)
 	}
 	return nil
 }
 
-func (c *Client) keys(name string) protocol.Keys { return protocol.KeysFor(c.cfg.prefix, name) }
+func (c *Client) keys(name string) protocol.Keys { return protocol.KeysFor(c.cfg.Prefix, name) }
 
 // counter is how the nodes keep a lock's counter.
 func (c *Client) counter() protocol.Counter {
-	return protocol.Counter{TTL: c.cfg.counterTTL, ClockFloor: c.cfg.clockFloor}
+	return protocol.Counter{TTL: c.cfg.CounterTTL, ClockFloor: c.cfg.ClockFloor}
 }
 
 // Advance lifts the lock's counter to at least floor on every node (atomic
@@ -153,13 +154,13 @@ func (c *Client) Advance(ctx context.Context, name string, floor uint64) (uint64
 		return 0, invalid("nil client or context")
 	}
 	if err := fence.ValidateKey(name); err != nil {
-		return 0, fmt.Errorf("%w: %w", ErrInvalid, err)
+		return 0, invalid("%w", err)
 	}
 	if floor >= fence.MaxSeq {
 		return 0, invalid("floor %d leaves no room below 2^53-1", floor)
 	}
 	k := c.keys(name)
-	rs := fanout(ctx, c.nodes, c.cfg.nodeTimeout, advanceOp(k, floor, c.counter()), nil)
+	rs := fanout(ctx, c.nodes, c.cfg.NodeTimeout, advanceOp(k, floor, c.counter()), nil)
 	ok, low := 0, uint64(0)
 	for _, r := range rs {
 		if r.err == nil {

@@ -23,7 +23,7 @@ func TestNewRejects(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		nodes []redis.UniversalClient
-		opts  []redlock.Option
+		opts  []lease.Option
 	}{
 		{"no nodes", nil, nil},
 		{"one node", sharedRDB[:1], nil},
@@ -31,11 +31,11 @@ func TestNewRejects(t *testing.T) {
 		{"four nodes", sharedRDB[:4], nil},
 		{"nil node", []redis.UniversalClient{sharedRDB[0], nil, sharedRDB[1]}, nil},
 		{"duplicate", []redis.UniversalClient{sharedRDB[0], sharedRDB[1], sharedRDB[0]}, nil},
-		{"prefix brace", three, []redlock.Option{redlock.WithPrefix("a{")}},
-		{"drift", three, []redlock.Option{redlock.WithDriftFactor(0.5)}},
-		{"negative drift", three, []redlock.Option{redlock.WithDriftFactor(-0.1)}},
-		{"node timeout", three, []redlock.Option{redlock.WithNodeTimeout(0)}},
-		{"backoff", three, []redlock.Option{redlock.WithBackoff(time.Second, time.Millisecond)}},
+		{"prefix brace", three, []lease.Option{lease.WithPrefix("a{")}},
+		{"drift", three, []lease.Option{lease.WithDriftFactor(0.5)}},
+		{"negative drift", three, []lease.Option{lease.WithDriftFactor(-0.1)}},
+		{"node timeout", three, []lease.Option{redlock.WithNodeTimeout(0)}},
+		{"backoff", three, []lease.Option{lease.WithBackoff(time.Second, time.Millisecond)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := redlock.New(tc.nodes, tc.opts...)
@@ -62,14 +62,14 @@ func TestAcquireRejectsBadInputWithoutIO(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		ttl  time.Duration
-		opts []redlock.AcquireOption
+		opts []lease.AcquireOption
 	}{
 		{"", time.Second, nil},
 		{"a{b}", time.Second, nil},
 		{"ok", 0, nil},
 		{"ok", 2 * time.Millisecond, nil}, // all drift, no validity
-		{"ok", time.Second, []redlock.AcquireOption{redlock.WithKeepAlive(-1)}},
-		{"ok", time.Second, []redlock.AcquireOption{redlock.WithKeepAlive(time.Second)}},
+		{"ok", time.Second, []lease.AcquireOption{lease.WithKeepAlive(-1)}},
+		{"ok", time.Second, []lease.AcquireOption{lease.WithKeepAlive(time.Second)}},
 	} {
 		_, err := c.TryAcquire(ctx, tc.name, tc.ttl, tc.opts...)
 		assert.ErrorIs(t, err, redlock.ErrInvalid, "%q %v", tc.name, tc.ttl)
@@ -84,7 +84,7 @@ func TestAcquireRefreshRelease(t *testing.T) {
 	ctx := ctxFor(t, 10*time.Second)
 	c := newLocker(t, sharedRDB)
 	n := name(t)
-	keys := protocol.KeysFor(redlock.DefaultPrefix, n)
+	keys := protocol.KeysFor(lease.DefaultPrefix, n)
 
 	before := time.Now()
 	l, err := c.TryAcquire(ctx, n, 10*time.Second)
@@ -147,7 +147,7 @@ func TestRefreshResetsLostKeysAndDetectsLoss(t *testing.T) {
 	ctx := ctxFor(t, 10*time.Second)
 	c := newLocker(t, sharedRDB, redlock.WithQuorumFencing(true))
 	n := name(t)
-	keys := protocol.KeysFor(redlock.DefaultPrefix, n)
+	keys := protocol.KeysFor(lease.DefaultPrefix, n)
 	l, err := c.TryAcquire(ctx, n, 10*time.Second)
 	require.NoError(t, err)
 	defer l.Release(context.WithoutCancel(ctx))
@@ -210,7 +210,7 @@ func TestDeadlineClosesDone(t *testing.T) {
 func TestKeepAlive(t *testing.T) {
 	ctx := ctxFor(t, 10*time.Second)
 	c := newLocker(t, sharedRDB[:3])
-	l, err := c.TryAcquire(ctx, name(t), 150*time.Millisecond, redlock.WithKeepAlive(0))
+	l, err := c.TryAcquire(ctx, name(t), 150*time.Millisecond, lease.WithKeepAlive(0))
 	require.NoError(t, err)
 	time.Sleep(500 * time.Millisecond)
 	assert.NoError(t, l.Err(), "kept alive past three ttls")
@@ -272,7 +272,7 @@ func TestNoGoroutineLeak(t *testing.T) {
 
 	c := newLocker(t, rdbs, redlock.WithNodeTimeout(100*time.Millisecond))
 	n := name(t)
-	l, err := c.TryAcquire(ctx, n, 5*time.Second, redlock.WithKeepAlive(50*time.Millisecond))
+	l, err := c.TryAcquire(ctx, n, 5*time.Second, lease.WithKeepAlive(50*time.Millisecond))
 	require.NoError(t, err)
 	done := make(chan error, 2)
 	for range 2 {
@@ -328,7 +328,7 @@ func TestAdvance(t *testing.T) {
 	assert.Equal(t, floor+1, l.Token().Seq)
 	require.NoError(t, l.Release(ctx))
 	for i, rdb := range sharedRDB {
-		ttl, err := rdb.PTTL(ctx, protocol.KeysFor(redlock.DefaultPrefix, n).Counter).Result()
+		ttl, err := rdb.PTTL(ctx, protocol.KeysFor(lease.DefaultPrefix, n).Counter).Result()
 		require.NoError(t, err)
 		assert.Greater(t, ttl, 999*time.Second, "node %d: a counter above the clock lives until the clock passes it", i)
 	}
@@ -351,9 +351,9 @@ func TestCountersBounded(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, l.Release(ctx))
 	for i, rdb := range sharedRDB {
-		ttl, err := rdb.PTTL(ctx, protocol.KeysFor(redlock.DefaultPrefix, n).Counter).Result()
+		ttl, err := rdb.PTTL(ctx, protocol.KeysFor(lease.DefaultPrefix, n).Counter).Result()
 		require.NoError(t, err)
 		assert.Positive(t, ttl, "node %d: the counter expires", i)
-		assert.LessOrEqual(t, ttl, redlock.DefaultCounterTTL, "node %d", i)
+		assert.LessOrEqual(t, ttl, lease.DefaultCounterTTL, "node %d", i)
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/fencelock/fencelock/fence"
 	"github.com/fencelock/fencelock/internal/protocol"
+	"github.com/fencelock/fencelock/lease"
 	"github.com/fencelock/fencelock/lease/redlock"
 	"github.com/fencelock/fencelock/verifier"
 )
@@ -71,7 +72,7 @@ func TestMutualExclusion(t *testing.T) {
 func TestClockJumpBreaksRedlockVerifierSavesData(t *testing.T) {
 	rs, rdbs := ownNodes(t, 5)
 	ctx := ctxFor(t, 20*time.Second)
-	opts := []redlock.Option{redlock.WithQuorumFencing(true), redlock.WithNodeTimeout(200 * time.Millisecond)}
+	opts := []lease.Option{redlock.WithQuorumFencing(true), redlock.WithNodeTimeout(200 * time.Millisecond)}
 	c1 := newLocker(t, rdbs, opts...)
 	c2 := newLocker(t, rdbs, opts...)
 	n := name(t)
@@ -86,7 +87,7 @@ func TestClockJumpBreaksRedlockVerifierSavesData(t *testing.T) {
 	}
 
 	// C's clock jumps: the key expires there long before client 1's ttl.
-	require.NoError(t, rdbs[2].Del(ctx, protocol.KeysFor(redlock.DefaultPrefix, n).Lock).Err())
+	require.NoError(t, rdbs[2].Del(ctx, protocol.KeysFor(lease.DefaultPrefix, n).Lock).Err())
 
 	l2, err := c2.TryAcquire(ctx, n, 30*time.Second)
 	require.NoError(t, err, "client 2 gets C, D, E")

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/fencelock/fencelock/lease"
 	"github.com/fencelock/fencelock/lease/redlock"
 )
 
@@ -146,7 +147,7 @@ func allSubscribed(ctx context.Context, rdbs []redis.UniversalClient, names []st
 }
 
 // releaseChannel is lock n's release channel under the default prefix.
-func releaseChannel(n string) string { return redlock.DefaultPrefix + "{" + n + "}:release" }
+func releaseChannel(n string) string { return lease.DefaultPrefix + "{" + n + "}:release" }
 
 // TestWaitersShareConnections: a thousand waiters of one client on a
 // hundred locks share one pub/sub connection per node (CLIENT LIST counts
@@ -181,7 +182,7 @@ func TestWaitersShareConnections(t *testing.T) {
 // the holder's ttl a minute, so only the release messages can wake them).
 func TestWaitersOneSubscriberPerChannel(t *testing.T) {
 	ctx := ctxFor(t, 30*time.Second)
-	c := newLocker(t, sharedRDB[:3], redlock.WithBackoff(time.Hour, time.Hour))
+	c := newLocker(t, sharedRDB[:3], lease.WithBackoff(time.Hour, time.Hour))
 	n := name(t)
 	holder, err := c.TryAcquire(ctx, n, time.Minute)
 	require.NoError(t, err)

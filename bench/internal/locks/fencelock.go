@@ -19,14 +19,25 @@ type leaseHold struct {
 	ttl time.Duration
 }
 
-// held adapts the result of a fencelock acquire with ttl.
-func held[L lease.Interface](ttl time.Duration) func(L, error) (Hold, error) {
-	return func(l L, err error) (Hold, error) {
+// acquirer is TryAcquire or Acquire of either fencelock kind's client:
+// they take the same options (none here: the defaults).
+type acquirer[L lease.Interface] func(context.Context, string, time.Duration, ...lease.AcquireOption) (L, error)
+
+// fencelockLock is a Lock over a fencelock client's try and wait for ttl.
+func fencelockLock[L lease.Interface](info Info, ttl time.Duration, try, wait acquirer[L]) *Lock {
+	held := func(l L, err error) (Hold, error) {
 		if err != nil {
 			return nil, err
 		}
 		return leaseHold{l, ttl}, nil
 	}
+	return &Lock{Info: info,
+		try: func(ctx context.Context, key string) (Hold, error) {
+			return held(try(ctx, key, ttl))
+		},
+		wait: func(ctx context.Context, key string) (Hold, error) {
+			return held(wait(ctx, key, ttl))
+		}}
 }
 
 func (h leaseHold) Token() (fence.Token, bool)        { return h.l.Token(), true }
@@ -42,18 +53,12 @@ func leaseLock(rdb redis.UniversalClient, ttl time.Duration) (*Lock, error) {
 	if err != nil {
 		return nil, err
 	}
-	wrap := held[*lease.Lease](ttl)
-	return &Lock{Info: Info{Nodes: 1, Note: "fencelock lease, defaults; waits with pub/sub wake-up"},
-		try: func(ctx context.Context, key string) (Hold, error) {
-			return wrap(c.TryAcquire(ctx, key, ttl))
-		},
-		wait: func(ctx context.Context, key string) (Hold, error) {
-			return wrap(c.Acquire(ctx, key, ttl))
-		}}, nil
+	info := Info{Nodes: 1, Note: "fencelock lease, defaults; waits with pub/sub wake-up"}
+	return fencelockLock(info, ttl, c.TryAcquire, c.Acquire), nil
 }
 
 func redlockLock(nodes []redis.UniversalClient, ttl time.Duration, cfg Config) (*Lock, error) {
-	var opts []redlock.Option
+	var opts []lease.Option
 	note := "fencelock lease/redlock"
 	if cfg.NodeTimeout > 0 {
 		opts = append(opts, redlock.WithNodeTimeout(cfg.NodeTimeout))
@@ -67,12 +72,6 @@ func redlockLock(nodes []redis.UniversalClient, ttl time.Duration, cfg Config) (
 	if err != nil {
 		return nil, err
 	}
-	wrap := held[*redlock.Lease](ttl)
-	return &Lock{Info: Info{Nodes: len(nodes), Note: note + ", defaults otherwise; waits with pub/sub wake-up"},
-		try: func(ctx context.Context, key string) (Hold, error) {
-			return wrap(c.TryAcquire(ctx, key, ttl))
-		},
-		wait: func(ctx context.Context, key string) (Hold, error) {
-			return wrap(c.Acquire(ctx, key, ttl))
-		}}, nil
+	info := Info{Nodes: len(nodes), Note: note + ", defaults otherwise; waits with pub/sub wake-up"}
+	return fencelockLock(info, ttl, c.TryAcquire, c.Acquire), nil
 }
