@@ -131,4 +131,3 @@ func (v *Verifier) exec(ctx context.Context, c scaffold.Claim, sql string, args 
 	}
 	return tag, nil
 }
-
