@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/fencelock/fencelock/internal/isnil"
-	"github.com/fencelock/fencelock/verifier/sqlverifier"
 )
 
 // MySQLFS holds the MySQL/MariaDB migration files, under "mysql/", named
@@ -35,13 +34,13 @@ type Conner interface {
 }
 
 // UpFor returns the up migrations of dialect, in version order: those in
-// [FS] for sqlverifier.Postgres (the same as [Up]), those in [MySQLFS] for
-// sqlverifier.MySQL.
-func UpFor(dialect sqlverifier.Dialect) ([]Migration, error) {
+// [FS] for [Postgres] (the same as [Up]), those in [MySQLFS] for
+// [MySQL].
+func UpFor(dialect Dialect) ([]Migration, error) {
 	switch dialect {
-	case sqlverifier.Postgres:
+	case Postgres:
 		return Up()
-	case sqlverifier.MySQL:
+	case MySQL:
 		return upIn(MySQLFS, "mysql")
 	}
 	return nil, fmt.Errorf("migrations: unknown dialect %v", dialect)
@@ -84,7 +83,7 @@ func upIn(fsys fs.FS, dir string) ([]Migration, error) {
 // GET_LOCK('fencelock/migrations') on one connection and records each file
 // after it ran; the files are written to be run again after a crash
 // part-way.
-func ApplySQL(ctx context.Context, db Conner, dialect sqlverifier.Dialect) ([]Migration, error) {
+func ApplySQL(ctx context.Context, db Conner, dialect Dialect) ([]Migration, error) {
 	if isnil.Nil(db) || ctx == nil {
 		return nil, errors.New("migrations: ApplySQL: nil DB or context")
 	}
@@ -97,7 +96,7 @@ func ApplySQL(ctx context.Context, db Conner, dialect sqlverifier.Dialect) ([]Mi
 		return nil, fmt.Errorf("migrations: connect: %w", err)
 	}
 	defer conn.Close()
-	if dialect == sqlverifier.Postgres {
+	if dialect == Postgres {
 		return applyPostgres(ctx, conn, ms)
 	}
 	return applyMySQL(ctx, conn, ms)

@@ -151,7 +151,8 @@ const (
 
 // Verified describes one check of a token by a verifier.
 type Verified struct {
-	// Verifier names the verifier: "memory", "postgres", "redis".
+	// Verifier names the verifier: "memory", "postgres" (pgverifier, and
+	// sqlverifier on PostgreSQL: one guard, one name), "mysql", "redis".
 	Verifier string
 	Resource string
 	Token    fence.Token

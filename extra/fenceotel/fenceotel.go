@@ -18,8 +18,10 @@
 //	fencelock.lease.handoffs     counter        acquires that got the lock right after a release woke them
 //	fencelock.refresh.failures   counter        refreshes that failed (the lease may still be held);
 //	                                            fencelock.lock.kind, fencelock.refresh.keepalive
-//	fencelock.verifier.checks    counter        tokens checked by a verifier; attributes fencelock.verifier,
-//	                                            fencelock.verifier.verdict (accepted, stale, conflict, foreign, error)
+//	fencelock.verifier.checks    counter        tokens checked by a verifier; attributes fencelock.verifier
+//	                                            (memory, postgres: pgverifier and sqlverifier's Postgres dialect,
+//	                                            mysql, redis), fencelock.verifier.verdict (accepted, stale,
+//	                                            conflict, foreign, error)
 //
 // Lock names and resources are not metric attributes: a service that locks
 // per order id would make one time series per order. They are attributes
@@ -107,8 +109,8 @@ type instruments struct {
 
 // New returns hooks that record fencelock's events as metrics and spans.
 // Pass them to lease.WithHooks (for either lease kind), pgverifier.WithHooks,
-// redisverifier.WithHooks or verifier.Memory's Hooks field; one value may
-// serve them all.
+// sqlverifier.WithHooks, redisverifier.WithHooks or verifier.Memory's Hooks
+// field; one value may serve them all.
 func New(opts ...Option) (*observe.Hooks, error) {
 	c := config{}
 	for _, o := range opts {

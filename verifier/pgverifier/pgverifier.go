@@ -7,25 +7,18 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/fencelock/fencelock/fence"
-	"github.com/fencelock/fencelock/internal/emit"
 	"github.com/fencelock/fencelock/internal/isnil"
 	"github.com/fencelock/fencelock/observe"
 	"github.com/fencelock/fencelock/verifier"
+	"github.com/fencelock/fencelock/verifier/internal/scaffold"
 )
 
-var (
-	//go:embed guard.sql
-	guardSQL string
-	//go:embed highest.sql
-	highestSQL string
-	//go:embed move.sql
-	moveSQL string
-)
+//go:embed move.sql
+var moveSQL string
 
 // Querier runs a statement that returns at most one row. *pgxpool.Pool,
 // *pgx.Conn and pgx.Tx all satisfy it.
@@ -46,26 +39,16 @@ const DefaultTable = "fence_tokens"
 
 // Option configures a Verifier. An option checks its own argument; [New]
 // returns the first option's error, which wraps [ErrInvalid].
-type Option func(*config) error
+type Option func(*scaffold.Config) error
 
-type config struct {
-	table pgx.Identifier
-	hooks *observe.Hooks
-}
+// kind is this package, to the verifier scaffold.
+var kind = &scaffold.Kind{Pkg: "pgverifier", ErrInvalid: ErrInvalid}
 
 // WithHooks reports every token the verifier accepts or refuses (Claim,
 // Guard, WithTx and Exec, once each) to h's Verified function (verifier
-// "postgres"; see package observe). A nil h is invalid. The default is no
-// hooks.
-func WithHooks(h *observe.Hooks) Option {
-	return func(c *config) error {
-		if h == nil {
-			return invalid("nil hooks")
-		}
-		c.hooks = h
-		return nil
-	}
-}
+// "postgres", as for sqlverifier's Postgres dialect; see package observe).
+// A nil h is invalid. The default is no hooks.
+func WithHooks(h *observe.Hooks) Option { return Option(kind.WithHooks(h)) }
 
 // WithTable sets the high-water table, as one name or as schema and name
 // ("app", "fence_tokens"). Each part is quoted as an identifier, so it is
@@ -77,20 +60,7 @@ func WithHooks(h *observe.Hooks) Option {
 // seq check that allows 0 (see migrations/000002_fence_lock_binding.up.sql),
 // or every guard fails with "column lock_key does not exist". The default is
 // [DefaultTable], found through the search_path.
-func WithTable(parts ...string) Option {
-	return func(c *config) error {
-		if len(parts) == 0 || len(parts) > 2 {
-			return invalid("table name has %d parts, want 1 or 2", len(parts))
-		}
-		for _, p := range parts {
-			if !identPart.MatchString(p) {
-				return invalid("table name part %q must be 1 to 63 bytes without NUL", p)
-			}
-		}
-		c.table = pgx.Identifier(append([]string(nil), parts...))
-		return nil
-	}
-}
+func WithTable(parts ...string) Option { return Option(kind.WithTable(parts...)) }
 
 // Verifier is a fencing-token verifier on PostgreSQL. It keeps each
 // resource's high-water in a table (see package migrations) and checks
@@ -98,12 +68,12 @@ func WithTable(parts ...string) Option {
 // next to the data it protects. It is safe for concurrent use if its DB is
 // (a *pgxpool.Pool is; a *pgx.Conn or a pgx.Tx is not).
 type Verifier struct {
+	base       scaffold.Base
 	db         DB
 	table      string // quoted
 	guardSQL   string
 	highestSQL string
 	moveSQL    string
-	hooks      *observe.Hooks
 }
 
 var (
@@ -127,24 +97,35 @@ func New(db DB, opts ...Option) (*Verifier, error) {
 	if isnil.Nil(db) {
 		return nil, invalid("New: nil DB")
 	}
-	c := config{table: pgx.Identifier{DefaultTable}}
-	for i, o := range opts {
-		if o == nil {
-			return nil, invalid("New: option %d is nil", i)
-		}
-		if err := o(&c); err != nil {
-			return nil, err
-		}
+	c := scaffold.Config{Table: []string{DefaultTable}, Ident: identOK}
+	if err := scaffold.Apply(kind, &c, opts); err != nil {
+		return nil, err
 	}
-	table := c.table.Sanitize()
+	table := pgx.Identifier(c.Table).Sanitize()
 	return &Verifier{
+		base:       kind.Base("postgres", c),
 		db:         db,
 		table:      table,
-		guardSQL:   strings.ReplaceAll(guardSQL, "{{table}}", table),
-		highestSQL: strings.ReplaceAll(highestSQL, "{{table}}", table),
+		guardSQL:   scaffold.PostgresGuard(table),
+		highestSQL: scaffold.PostgresHighest(table),
 		moveSQL:    strings.ReplaceAll(moveSQL, "{{table}}", table),
-		hooks:      c.hooks,
 	}, nil
+}
+
+// identOK checks one part of a table name.
+func identOK(part string) error {
+	if !identPart.MatchString(part) {
+		return invalid("table name part %q must be 1 to 63 bytes without NUL", part)
+	}
+	return nil
+}
+
+// b returns v's scaffold; nil for a nil v.
+func (v *Verifier) b() *scaffold.Base {
+	if v == nil {
+		return nil
+	}
+	return &v.base
 }
 
 // Claim checks tok for resource and raises the resource's high-water to it,
@@ -157,24 +138,9 @@ func New(db DB, opts ...Option) (*Verifier, error) {
 // [Verifier.WithTx], or [Verifier.Guard] in your own transaction, or the
 // per-row fence columns described in the package documentation.
 func (v *Verifier) Claim(ctx context.Context, resource string, tok fence.Token) error {
-	if err := v.usable(ctx); err != nil {
-		return err
-	}
-	return v.Guard(ctx, v.db, resource, tok)
-}
-
-// usable returns an error wrapping ErrInvalid if v was not made by New or
-// ctx is nil.
-func (v *Verifier) usable(ctx context.Context) error {
-	switch {
-	case v == nil:
-		return invalid("nil *Verifier")
-	case v.db == nil:
-		return invalid("Verifier not made by New")
-	case ctx == nil:
-		return invalid("nil context")
-	}
-	return nil
+	return kind.Check(ctx, v.b(), resource, tok, func(c scaffold.Claim) error {
+		return v.guard(ctx, v.db, c)
+	})
 }
 
 // Guard runs the guard statement on q: usually the caller's transaction,
@@ -188,85 +154,32 @@ func (v *Verifier) usable(ctx context.Context) error {
 // unchanged in the chain (errors.As with *pgconn.PgError works), and then
 // the transaction is aborted. A nil or typed-nil q returns an error
 // wrapping [ErrInvalid].
-func (v *Verifier) Guard(ctx context.Context, q Querier, resource string, tok fence.Token) (err error) {
-	if err := v.usable(ctx); err != nil {
-		return err
-	}
-	defer v.report(ctx, resource, tok, time.Now(), &err)
-	return v.guard(ctx, q, resource, tok)
-}
-
-// report tells the hooks, if any, how a check that began at start ended.
-func (v *Verifier) report(ctx context.Context, resource string, tok fence.Token, start time.Time, err *error) {
-	if p := recover(); p != nil {
-		// A panic in the caller's function rolled the transaction back:
-		// report an error, not the nil *err, and go on panicking.
-		if v.hooks != nil {
-			emit.Verified(v.hooks, ctx, "postgres", resource, tok, start, fmt.Errorf("pgverifier: panic: %v", p))
+func (v *Verifier) Guard(ctx context.Context, q Querier, resource string, tok fence.Token) error {
+	return kind.Check(ctx, v.b(), resource, tok, func(c scaffold.Claim) error {
+		if isnil.Nil(q) {
+			return invalid("Guard: nil Querier")
 		}
-		panic(p)
-	}
-	if v.hooks != nil {
-		emit.Verified(v.hooks, ctx, "postgres", resource, tok, start, *err)
-	}
+		return v.guard(ctx, q, c)
+	})
 }
 
-// guard is Guard once v and ctx are known to be usable.
-func (v *Verifier) guard(ctx context.Context, q Querier, resource string, tok fence.Token) error {
-	if isnil.Nil(q) {
-		return invalid("Guard: nil Querier")
-	}
-	if err := verifier.ValidateClaim(resource, tok); err != nil {
-		return err
-	}
-	for attempt := 1; ; attempt++ {
+// guard runs the guard statement for c on q and, when it refuses, reads
+// why on q (see scaffold.Guard). Run in the guard's transaction, the read
+// sees the row the guard locked; run after it (Claim on a pool), the row
+// may have changed in between, and the guard is tried again.
+func (v *Verifier) guard(ctx context.Context, q Querier, c scaffold.Claim) error {
+	try := func() (bool, error) {
 		var seq int64
-		err := q.QueryRow(ctx, v.guardSQL, v.guardArgs(resource, tok)...).Scan(&seq)
-		if err == nil {
-			return nil
+		err := q.QueryRow(ctx, v.guardSQL, scaffold.GuardArgs(c)...).Scan(&seq)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return false, nil
 		}
-		if !errors.Is(err, pgx.ErrNoRows) {
-			return fmt.Errorf("pgverifier: guard %q: %w", resource, err)
+		if err != nil {
+			return false, fmt.Errorf("pgverifier: guard %q: %w", c.Resource(), err)
 		}
-		err = v.refusal(ctx, q, resource, tok)
-		if !errors.Is(err, errMoved) || attempt == maxAttempts {
-			return err
-		}
+		return true, nil
 	}
-}
-
-// maxAttempts bounds the retries of a statement whose refusal could not be
-// explained because the row changed in between.
-const maxAttempts = 3
-
-// errMoved: the row changed between a refusing statement and the read of
-// its reason, so the reason is unknown; the statement is worth another try.
-var errMoved = errors.New("the high-water changed while its refusal was read; try again")
-
-// guardArgs are guard.sql's parameters.
-func (v *Verifier) guardArgs(resource string, tok fence.Token) []any {
-	return []any{resource, int64(tok.Seq), tok.Holder, tok.Key}
-}
-
-// refusal reads why the guard refused tok: a *verifier.ForeignError or a
-// *verifier.StaleError. Run in the guard's transaction, this second
-// statement sees the latest committed high-water (the guard waited for,
-// and locked, the row), unlike a CTE in the guard itself, which would read
-// the statement's older snapshot. Run after the guard's transaction ended
-// (Claim on a pool), the row may have changed in between (a Move): when
-// what it reads would accept tok, the error wraps errMoved.
-func (v *Verifier) refusal(ctx context.Context, q Querier, resource string, tok fence.Token) error {
-	high, holder, lock, err := v.highest(ctx, q, resource)
-	if err != nil {
-		return fmt.Errorf("pgverifier: guard %q refused %v, and reading the high-water failed: %w", resource, tok, err)
-	}
-	if lock != "" && lock != tok.Key {
-		return &verifier.ForeignError{Resource: resource, Token: tok, Lock: lock}
-	}
-	if tok.Supersedes(fence.Token{Seq: high, Holder: holder}) {
-		return fmt.Errorf("pgverifier: guard %q refused %v: %w", resource, tok, errMoved)
-	}
-	return &verifier.StaleError{Resource: resource, Token: tok, Highest: high, HighestHolder: holder}
+	return kind.Guard(c, try, func() (scaffold.Row, error) { return v.highest(ctx, q, c.Resource()) })
 }
 
 // Move binds resource to lock to and forgets its high-water, provided it
@@ -274,7 +187,7 @@ func (v *Verifier) refusal(ctx context.Context, q Querier, resource string, tok 
 // *verifier.ForeignError and changes nothing. See [verifier.Mover]. It is
 // one statement on the verifier's DB.
 func (v *Verifier) Move(ctx context.Context, resource, from, to string) error {
-	if err := v.usable(ctx); err != nil {
+	if err := kind.Usable(ctx, v.b()); err != nil {
 		return err
 	}
 	if err := verifier.ValidateMove(resource, from, to); err != nil {
@@ -289,61 +202,64 @@ func (v *Verifier) Move(ctx context.Context, resource, from, to string) error {
 		if !errors.Is(err, pgx.ErrNoRows) {
 			return fmt.Errorf("pgverifier: move %q: %w", resource, err)
 		}
-		_, _, lock, err := v.highest(ctx, v.db, resource)
+		row, err := v.highest(ctx, v.db, resource)
 		if err != nil {
 			return fmt.Errorf("pgverifier: move %q refused, and reading its lock failed: %w", resource, err)
 		}
-		if lock != "" && lock != from {
-			return &verifier.ForeignError{Resource: resource, Token: fence.Token{Key: from}, Lock: lock}
+		if row.Lock != "" && row.Lock != from {
+			return &verifier.ForeignError{Resource: resource, Token: fence.Token{Key: from}, Lock: row.Lock}
 		}
-		if attempt == maxAttempts {
-			return fmt.Errorf("pgverifier: move %q refused: %w", resource, errMoved)
+		if attempt == maxMoveAttempts {
+			return fmt.Errorf("pgverifier: move %q refused: the row changed while its refusal was read; try again", resource)
 		}
 	}
 }
+
+// maxMoveAttempts bounds the tries of a Move whose refusal could not be
+// explained because the row changed in between.
+const maxMoveAttempts = 3
 
 // Highest returns the high-water of resource: the highest Seq it accepted
 // and the holder that presented it, or 0 and "" if it has none.
 func (v *Verifier) Highest(ctx context.Context, resource string) (seq uint64, holder string, err error) {
-	if err := v.usable(ctx); err != nil {
-		return 0, "", err
-	}
-	if err := verifier.ValidateResource(resource); err != nil {
-		return 0, "", err
-	}
-	seq, holder, _, err = v.highest(ctx, v.db, resource)
-	if err != nil {
-		return 0, "", fmt.Errorf("pgverifier: high-water of %q: %w", resource, err)
-	}
-	return seq, holder, nil
-}
-
-// highest reads the high-water of resource and the lock it is bound to.
-func (v *Verifier) highest(ctx context.Context, q Querier, resource string) (seq uint64, holder, lock string, err error) {
-	var s int64
-	err = q.QueryRow(ctx, v.highestSQL, resource).Scan(&s, &holder, &lock)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return 0, "", "", nil
-	}
-	if err != nil {
-		return 0, "", "", err
-	}
-	return uint64(s), holder, lock, nil
+	row, err := v.row(ctx, resource, "high-water")
+	return row.Seq, row.Holder, err
 }
 
 // Lock returns the lock resource is bound to, or "" if none.
 func (v *Verifier) Lock(ctx context.Context, resource string) (string, error) {
-	if err := v.usable(ctx); err != nil {
-		return "", err
+	row, err := v.row(ctx, resource, "lock")
+	return row.Lock, err
+}
+
+// row is Highest and Lock: the checks, then the read on the verifier's DB.
+func (v *Verifier) row(ctx context.Context, resource, what string) (scaffold.Row, error) {
+	if err := kind.Usable(ctx, v.b()); err != nil {
+		return scaffold.Row{}, err
 	}
 	if err := verifier.ValidateResource(resource); err != nil {
-		return "", err
+		return scaffold.Row{}, err
 	}
-	_, _, lock, err := v.highest(ctx, v.db, resource)
+	row, err := v.highest(ctx, v.db, resource)
 	if err != nil {
-		return "", fmt.Errorf("pgverifier: lock of %q: %w", resource, err)
+		return scaffold.Row{}, fmt.Errorf("pgverifier: %s of %q: %w", what, resource, err)
 	}
-	return lock, nil
+	return row, nil
+}
+
+// highest reads the high-water of resource and the lock it is bound to.
+func (v *Verifier) highest(ctx context.Context, q Querier, resource string) (scaffold.Row, error) {
+	var row scaffold.Row
+	var s int64
+	err := q.QueryRow(ctx, v.highestSQL, resource).Scan(&s, &row.Holder, &row.Lock)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return scaffold.Row{}, nil
+	}
+	if err != nil {
+		return scaffold.Row{}, err
+	}
+	row.Seq = uint64(s)
+	return row, nil
 }
 
 // Table returns the quoted name of the high-water table, ready to put in

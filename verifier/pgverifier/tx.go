@@ -4,13 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/fencelock/fencelock/fence"
-	"github.com/fencelock/fencelock/verifier"
+	"github.com/fencelock/fencelock/verifier/internal/scaffold"
 )
 
 // WithTx fences a read-modify-write: it begins a transaction on the
@@ -30,34 +29,29 @@ import (
 // raised high-water are then both in or both out, never one without the
 // other. A nil fn returns an error wrapping [ErrInvalid], and nothing is
 // claimed.
-func (v *Verifier) WithTx(ctx context.Context, resource string, tok fence.Token, fn func(tx pgx.Tx) error) (err error) {
-	if err := v.usable(ctx); err != nil {
-		return err
-	}
-	defer v.report(ctx, resource, tok, time.Now(), &err)
-	if fn == nil {
-		return invalid("WithTx: nil function")
-	}
-	if err := verifier.ValidateClaim(resource, tok); err != nil {
-		return err
-	}
-	tx, err := v.db.Begin(ctx)
-	if err != nil {
-		return fmt.Errorf("pgverifier: begin: %w", err)
-	}
-	// After a commit this is a no-op (pgx.ErrTxClosed). On a broken
-	// connection it fails too, and the server rolls back by itself.
-	defer tx.Rollback(context.WithoutCancel(ctx))
-	if err := v.guard(ctx, tx, resource, tok); err != nil {
-		return err
-	}
-	if err := fn(tx); err != nil {
-		return err
-	}
-	if err := tx.Commit(ctx); err != nil {
-		return fmt.Errorf("pgverifier: commit %q: %w", resource, err)
-	}
-	return nil
+func (v *Verifier) WithTx(ctx context.Context, resource string, tok fence.Token, fn func(tx pgx.Tx) error) error {
+	return kind.Check(ctx, v.b(), resource, tok, func(c scaffold.Claim) error {
+		if fn == nil {
+			return invalid("WithTx: nil function")
+		}
+		tx, err := v.db.Begin(ctx)
+		if err != nil {
+			return fmt.Errorf("pgverifier: begin: %w", err)
+		}
+		// After a commit this is a no-op (pgx.ErrTxClosed). On a broken
+		// connection it fails too, and the server rolls back by itself.
+		defer tx.Rollback(context.WithoutCancel(ctx))
+		if err := v.guard(ctx, tx, c); err != nil {
+			return err
+		}
+		if err := fn(tx); err != nil {
+			return err
+		}
+		if err := tx.Commit(ctx); err != nil {
+			return fmt.Errorf("pgverifier: commit %q: %w", resource, err)
+		}
+		return nil
+	})
 }
 
 // Exec fences one statement: in a transaction on the verifier's DB it sends
@@ -74,14 +68,16 @@ func (v *Verifier) WithTx(ctx context.Context, resource string, tok fence.Token,
 // *verifier.StaleError or *verifier.ForeignError; when sql fails, the
 // high-water stays where it was and the error (prefixed "pgverifier:
 // exec:", never "guard") wraps the server's *pgconn.PgError.
-func (v *Verifier) Exec(ctx context.Context, resource string, tok fence.Token, sql string, args ...any) (_ pgconn.CommandTag, err error) {
-	if err := v.usable(ctx); err != nil {
-		return pgconn.CommandTag{}, err
-	}
-	defer v.report(ctx, resource, tok, time.Now(), &err)
-	if err := verifier.ValidateClaim(resource, tok); err != nil {
-		return pgconn.CommandTag{}, err
-	}
+func (v *Verifier) Exec(ctx context.Context, resource string, tok fence.Token, sql string, args ...any) (tag pgconn.CommandTag, err error) {
+	err = kind.Check(ctx, v.b(), resource, tok, func(c scaffold.Claim) error {
+		tag, err = v.exec(ctx, c, sql, args)
+		return err
+	})
+	return tag, err
+}
+
+// exec is Exec once its arguments are known to be valid.
+func (v *Verifier) exec(ctx context.Context, c scaffold.Claim, sql string, args []any) (pgconn.CommandTag, error) {
 	tx, err := v.db.Begin(ctx)
 	if err != nil {
 		return pgconn.CommandTag{}, fmt.Errorf("pgverifier: begin: %w", err)
@@ -89,7 +85,7 @@ func (v *Verifier) Exec(ctx context.Context, resource string, tok fence.Token, s
 	defer tx.Rollback(context.WithoutCancel(ctx))
 
 	b := &pgx.Batch{}
-	b.Queue(v.guardSQL, v.guardArgs(resource, tok)...)
+	b.Queue(v.guardSQL, scaffold.GuardArgs(c)...)
 	b.Queue(sql, args...)
 	br := tx.SendBatch(ctx, b)
 	var seq int64
@@ -99,18 +95,23 @@ func (v *Verifier) Exec(ctx context.Context, resource string, tok fence.Token, s
 	switch {
 	case errors.Is(guardErr, pgx.ErrNoRows):
 		// The guard's row lock is held until the rollback: read the reason
-		// in the transaction when it is still usable.
-		var refused error
-		if execErr == nil && closeErr == nil {
-			refused = v.refusal(ctx, tx, resource, tok)
+		// in the transaction when it is still usable, else after it.
+		var row scaffold.Row
+		var readErr error
+		inTx := execErr == nil && closeErr == nil
+		if inTx {
+			row, readErr = v.highest(ctx, tx, c.Resource())
 		}
 		if err := tx.Rollback(ctx); err != nil {
 			return pgconn.CommandTag{}, fmt.Errorf("pgverifier: rollback after a refused token: %w", err)
 		}
-		if refused == nil {
-			refused = v.refusal(ctx, v.db, resource, tok)
+		if !inTx {
+			row, readErr = v.highest(ctx, v.db, c.Resource())
 		}
-		return pgconn.CommandTag{}, refused
+		if readErr != nil {
+			return pgconn.CommandTag{}, fmt.Errorf("pgverifier: guard %q refused %v, and reading the high-water failed: %w", c.Resource(), c.Token(), readErr)
+		}
+		return pgconn.CommandTag{}, kind.Refused(c, row)
 	case guardErr != nil:
 		// pgx prepares every statement of a batch before it runs the first,
 		// so an error in sql (a typo, a missing column, arguments that do
@@ -119,14 +120,14 @@ func (v *Verifier) Exec(ctx context.Context, resource string, tok fence.Token, s
 		if errors.As(guardErr, &pe) && pe.SQL() != v.guardSQL {
 			return pgconn.CommandTag{}, fmt.Errorf("pgverifier: exec: %w", guardErr)
 		}
-		return pgconn.CommandTag{}, fmt.Errorf("pgverifier: guard %q: %w", resource, guardErr)
+		return pgconn.CommandTag{}, fmt.Errorf("pgverifier: guard %q: %w", c.Resource(), guardErr)
 	case execErr != nil:
 		return pgconn.CommandTag{}, fmt.Errorf("pgverifier: exec: %w", execErr)
 	case closeErr != nil:
 		return pgconn.CommandTag{}, closeErr
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return pgconn.CommandTag{}, fmt.Errorf("pgverifier: commit %q: %w", resource, err)
+		return pgconn.CommandTag{}, fmt.Errorf("pgverifier: commit %q: %w", c.Resource(), err)
 	}
 	return tag, nil
 }

@@ -12,10 +12,10 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fencelock/fencelock/fence"
-	"github.com/fencelock/fencelock/internal/emit"
 	"github.com/fencelock/fencelock/internal/isnil"
 	"github.com/fencelock/fencelock/observe"
 	"github.com/fencelock/fencelock/verifier"
+	"github.com/fencelock/fencelock/verifier/internal/scaffold"
 )
 
 var (
@@ -41,25 +41,15 @@ const DefaultPrefix = "fencelock:hw:"
 
 // Option configures a Verifier. An option checks its own argument; [New]
 // returns the first option's error, which wraps [ErrInvalid].
-type Option func(*config) error
+type Option func(*scaffold.Config) error
 
-type config struct {
-	prefix string
-	hooks  *observe.Hooks
-}
+// kind is this package, to the verifier scaffold.
+var kind = &scaffold.Kind{Pkg: "redisverifier", ErrInvalid: ErrInvalid}
 
 // WithHooks reports every token the verifier accepts or refuses to h's
 // Verified function (verifier "redis"; see package observe). A nil h is
 // invalid. The default is no hooks.
-func WithHooks(h *observe.Hooks) Option {
-	return func(c *config) error {
-		if h == nil {
-			return invalid("nil hooks")
-		}
-		c.hooks = h
-		return nil
-	}
-}
+func WithHooks(h *observe.Hooks) Option { return Option(kind.WithHooks(h)) }
 
 // WithPrefix sets the prefix of the high-water keys: the high-water of
 // resource R is the hash PREFIX+R. The prefix must not contain '{' or '}',
@@ -67,11 +57,11 @@ func WithHooks(h *observe.Hooks) Option {
 // high-water away from the slot of the resource's hash tag (see the package
 // documentation). The default is [DefaultPrefix].
 func WithPrefix(prefix string) Option {
-	return func(c *config) error {
+	return func(c *scaffold.Config) error {
 		if strings.ContainsAny(prefix, "{}") {
 			return invalid("prefix %q must not contain '{' or '}'", prefix)
 		}
-		c.prefix = prefix
+		c.Prefix = prefix
 		return nil
 	}
 }
@@ -81,9 +71,9 @@ func WithPrefix(prefix string) Option {
 // is one Lua script that checks the token and makes the write only if the
 // token is accepted. It is safe for concurrent use.
 type Verifier struct {
+	base   scaffold.Base
 	rdb    redis.Scripter
 	prefix string
-	hooks  *observe.Hooks
 }
 
 var (
@@ -103,30 +93,19 @@ func New(rdb redis.Scripter, opts ...Option) (*Verifier, error) {
 	if isnil.Nil(rdb) {
 		return nil, invalid("New: nil redis client")
 	}
-	c := config{prefix: DefaultPrefix}
-	for i, o := range opts {
-		if o == nil {
-			return nil, invalid("New: option %d is nil", i)
-		}
-		if err := o(&c); err != nil {
-			return nil, err
-		}
+	c := scaffold.Config{Prefix: DefaultPrefix}
+	if err := scaffold.Apply(kind, &c, opts); err != nil {
+		return nil, err
 	}
-	return &Verifier{rdb: rdb, prefix: c.prefix, hooks: c.hooks}, nil
+	return &Verifier{base: kind.Base("redis", c), rdb: rdb, prefix: c.Prefix}, nil
 }
 
-// usable returns an error wrapping ErrInvalid if v was not made by New or
-// ctx is nil.
-func (v *Verifier) usable(ctx context.Context) error {
-	switch {
-	case v == nil:
-		return invalid("nil *Verifier")
-	case v.rdb == nil:
-		return invalid("Verifier not made by New")
-	case ctx == nil:
-		return invalid("nil context")
+// b returns v's scaffold; nil for a nil v.
+func (v *Verifier) b() *scaffold.Base {
+	if v == nil {
+		return nil
 	}
-	return nil
+	return &v.base
 }
 
 // Key returns the Redis key that holds the high-water of resource; "" for a
@@ -173,7 +152,7 @@ func (v *Verifier) HSet(ctx context.Context, resource string, tok fence.Token, k
 // Highest returns the high-water of resource: the highest Seq it accepted
 // and the holder that presented it, or 0 and "" if it has none.
 func (v *Verifier) Highest(ctx context.Context, resource string) (seq uint64, holder string, err error) {
-	if err := v.usable(ctx); err != nil {
+	if err := kind.Usable(ctx, v.b()); err != nil {
 		return 0, "", err
 	}
 	if err := verifier.ValidateResource(resource); err != nil {
@@ -185,7 +164,7 @@ func (v *Verifier) Highest(ctx context.Context, resource string) (seq uint64, ho
 
 // Lock returns the lock resource is bound to, or "" if none.
 func (v *Verifier) Lock(ctx context.Context, resource string) (string, error) {
-	if err := v.usable(ctx); err != nil {
+	if err := kind.Usable(ctx, v.b()); err != nil {
 		return "", err
 	}
 	if err := verifier.ValidateResource(resource); err != nil {
@@ -220,7 +199,7 @@ func (v *Verifier) highest(ctx context.Context, resource string) (seq uint64, ho
 // *verifier.ForeignError and changes nothing. See [verifier.Mover]. It is
 // one script.
 func (v *Verifier) Move(ctx context.Context, resource, from, to string) error {
-	if err := v.usable(ctx); err != nil {
+	if err := kind.Usable(ctx, v.b()); err != nil {
 		return err
 	}
 	if err := verifier.ValidateMove(resource, from, to); err != nil {
@@ -240,20 +219,16 @@ func (v *Verifier) Move(ctx context.Context, resource, from, to string) error {
 // run executes a fenced script: KEYS = [high-water, keys...], ARGV = [seq,
 // holder, lock, args...]. It returns the script's result on acceptance.
 func (v *Verifier) run(ctx context.Context, s *redis.Script, resource string, tok fence.Token, keys []string, args ...any) (reply any, err error) {
-	if err := v.usable(ctx); err != nil {
-		return nil, err
-	}
-	if v.hooks != nil {
-		defer func(start time.Time) { emit.Verified(v.hooks, ctx, "redis", resource, tok, start, err) }(time.Now())
-	}
-	return v.check(ctx, s, resource, tok, keys, args...)
+	err = kind.Check(ctx, v.b(), resource, tok, func(c scaffold.Claim) error {
+		reply, err = v.check(ctx, s, c, keys, args...)
+		return err
+	})
+	return reply, err
 }
 
-// check is run once v and ctx are known to be usable.
-func (v *Verifier) check(ctx context.Context, s *redis.Script, resource string, tok fence.Token, keys []string, args ...any) (any, error) {
-	if err := verifier.ValidateClaim(resource, tok); err != nil {
-		return nil, err
-	}
+// check runs s for c, whose resource and token are valid.
+func (v *Verifier) check(ctx context.Context, s *redis.Script, c scaffold.Claim, keys []string, args ...any) (any, error) {
+	resource, tok := c.Resource(), c.Token()
 	hw := v.Key(resource)
 	for _, k := range keys {
 		if k == hw {

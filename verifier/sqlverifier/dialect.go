@@ -1,17 +1,20 @@
 package sqlverifier
 
 import (
+	"context"
 	"embed"
-	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/fencelock/fencelock/migrations"
+	"github.com/fencelock/fencelock/verifier/internal/scaffold"
 )
 
 // Dialect is the SQL flavour of the database a [Verifier] talks to. It
 // picks the SQL files, the placeholders and the identifier quoting; the
-// driver is the caller's choice. Package migrations takes the same value to
-// create the table.
-type Dialect int
+// driver is the caller's choice. It is package migrations' type, so the
+// same value creates the table ([migrations.ApplySQL]).
+type Dialect = migrations.Dialect
 
 const (
 	// MySQL is MySQL (8.0.16 or later) and MariaDB (10.5 or later), through
@@ -19,56 +22,69 @@ const (
 	// resource's row with the acceptance rule in its WHERE; when it
 	// changes no row, an INSERT ... ON DUPLICATE KEY UPDATE and a locking
 	// read of the row tell why.
-	MySQL Dialect = iota + 1
+	MySQL = migrations.MySQL
 	// Postgres is PostgreSQL through a database/sql driver, such as
-	// github.com/jackc/pgx/v5/stdlib. The guard is the INSERT ... ON
-	// CONFLICT DO UPDATE ... WHERE ... RETURNING of package pgverifier,
-	// extended with the lock binding. (With pgx itself, package pgverifier
-	// needs no database/sql.)
-	Postgres
+	// github.com/jackc/pgx/v5/stdlib. The guard is package pgverifier's
+	// statement, INSERT ... ON CONFLICT DO UPDATE ... WHERE ... RETURNING,
+	// and a refusal is read as pgverifier reads it. (With pgx itself,
+	// package pgverifier needs no database/sql.)
+	Postgres = migrations.Postgres
 )
 
-// String returns "mysql" or "postgres".
-func (d Dialect) String() string {
-	switch d {
-	case MySQL:
-		return "mysql"
-	case Postgres:
-		return "postgres"
-	}
-	return "Dialect(" + strconv.Itoa(int(d)) + ")"
+// flavor is what differs between the dialects, picked once by New: the
+// SQL, the identifier rules, and the guard's statements.
+type flavor struct {
+	// name is the verifier's name in hook events.
+	name string
+	// quote is the identifier quote; maxIdent the longest identifier
+	// part, counted by length.
+	quote    string
+	maxIdent int
+	length   func(string) int
+	// files are the dialect's own SQL files, under its directory; more
+	// fills in the rest.
+	files []string
+	more  func(table string, st map[string]string)
+	// try runs the guard: true when it accepted for certain.
+	try func(v *Verifier, ctx context.Context, q Querier, c scaffold.Claim) (bool, error)
+	// rowFirst: a committed row is made before a transaction guards the
+	// resource (MySQL, see ensureRow); else Move makes it in its
+	// transaction.
+	rowFirst bool
 }
 
-// verifierName is the verifier's name in hook events.
-func (d Dialect) verifierName() string {
-	if d == Postgres {
-		return "postgres-sql"
-	}
-	return "mysql"
+var flavors = map[Dialect]*flavor{
+	MySQL: {
+		name: "mysql", quote: "`", maxIdent: 64, length: utf8.RuneCountInString,
+		files:    []string{"guard", "check", "highest", "ensure", "move", "probe", "update"},
+		more:     func(_ string, st map[string]string) { st["refusal"] = st["check"] }, // a locking read: REPEATABLE READ
+		try:      (*Verifier).tryMySQL,
+		rowFirst: true,
+	},
+	Postgres: {
+		name: "postgres", quote: `"`, maxIdent: 63, length: func(s string) int { return len(s) },
+		files: []string{"check", "ensure", "move"},
+		more: func(table string, st map[string]string) { // pgverifier's guard and read
+			st["guard"] = scaffold.PostgresGuard(table)
+			st["highest"] = scaffold.PostgresHighest(table)
+			st["refusal"] = st["highest"]
+		},
+		try: (*Verifier).tryPostgres,
+	},
 }
 
 // identOK reports whether part can be one part of a table name: not empty,
 // valid UTF-8 without NUL, and no longer than the server keeps
 // (PostgreSQL truncates past 63 bytes, silently naming another table;
 // MySQL refuses more than 64 characters).
-func (d Dialect) identOK(part string) bool {
-	if part == "" || strings.IndexByte(part, 0) >= 0 || !utf8.ValidString(part) {
-		return false
-	}
-	if d == Postgres {
-		return len(part) <= 63
-	}
-	return utf8.RuneCountInString(part) <= 64
+func (f *flavor) identOK(part string) bool {
+	return part != "" && strings.IndexByte(part, 0) < 0 && utf8.ValidString(part) && f.length(part) <= f.maxIdent
 }
 
-// quote quotes one identifier: "x" for PostgreSQL, `x` for MySQL, with the
-// quote character doubled inside.
-func (d Dialect) quote(part string) string {
-	q := "`"
-	if d == Postgres {
-		q = `"`
-	}
-	return q + strings.ReplaceAll(part, q, q+q) + q
+// quoteIdent quotes one identifier: "x" for PostgreSQL, `x` for MySQL,
+// with the quote character doubled inside.
+func (f *flavor) quoteIdent(part string) string {
+	return f.quote + strings.ReplaceAll(part, f.quote, f.quote+f.quote) + f.quote
 }
 
 //go:embed mysql/*.sql postgres/*.sql
@@ -76,28 +92,26 @@ var sqlFiles embed.FS
 
 // statements are a dialect's SQL, with the table name filled in.
 type statements struct {
-	guard, check, highest, ensure, move string
-	probe, update                       string // MySQL only
+	guard   string // the guard
+	refusal string // the row after a guard: seq, holder, lock
+	check   string // the row, locked: seq, holder, lock
+	highest string // seq, holder, lock
+	ensure  string // the row, made if missing
+	move    string
+	probe   string // MySQL: does the row exist
+	update  string // MySQL: the guard's fast path
 }
 
-func (d Dialect) statements(table string) statements {
-	load := func(name string) string {
+func (f *flavor) statements(d Dialect, table string) statements {
+	st := map[string]string{}
+	for _, name := range f.files {
 		b, err := sqlFiles.ReadFile(d.String() + "/" + name + ".sql")
 		if err != nil {
 			panic("sqlverifier: missing embedded " + d.String() + "/" + name + ".sql") // a build error
 		}
-		return strings.ReplaceAll(string(b), "{{table}}", table)
+		st[name] = strings.ReplaceAll(string(b), "{{table}}", table)
 	}
-	st := statements{
-		guard:   load("guard"),
-		check:   load("check"),
-		highest: load("highest"),
-		ensure:  load("ensure"),
-		move:    load("move"),
-	}
-	if d == MySQL {
-		st.probe = load("probe")
-		st.update = load("update")
-	}
-	return st
+	f.more(table, st)
+	return statements{guard: st["guard"], refusal: st["refusal"], check: st["check"], highest: st["highest"],
+		ensure: st["ensure"], move: st["move"], probe: st["probe"], update: st["update"]}
 }

@@ -40,7 +40,8 @@
 //
 // # The guard
 //
-// On PostgreSQL it is package pgverifier's statement with the lock binding:
+// On PostgreSQL it is package pgverifier's statement (one file, run by
+// both), and a refusal is read and explained as pgverifier does:
 //
 //	INSERT INTO fence_tokens AS f (resource, seq, holder, lock_key, updated_at) VALUES ($1, $2, $3, $4, now())
 //	ON CONFLICT (resource) DO UPDATE SET lock_key = excluded.lock_key, seq = ..., holder = ..., updated_at = ...

@@ -17,11 +17,12 @@ import (
 
 // TestHooksReportEachCheckOnce: Claim, Guard, WithTx and Exec each report
 // one verdict (WithTx, Exec and the MySQL Claim guard internally without a
-// second event), with the verifier's name.
+// second event), with the verifier's name: "mysql", or "postgres" as
+// pgverifier.
 func TestHooksReportEachCheckOnce(t *testing.T) {
 	each(t, func(t *testing.T, tg target) {
 		ctx := t.Context()
-		want := map[sqlverifier.Dialect]string{sqlverifier.MySQL: "mysql", sqlverifier.Postgres: "postgres-sql"}[tg.d]
+		want := map[sqlverifier.Dialect]string{sqlverifier.MySQL: "mysql", sqlverifier.Postgres: "postgres"}[tg.d]
 		var mu sync.Mutex
 		var got []observe.Verdict
 		h := &observe.Hooks{Verified: func(_ context.Context, e observe.Verified) {

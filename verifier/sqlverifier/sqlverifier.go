@@ -6,13 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/fencelock/fencelock/fence"
-	"github.com/fencelock/fencelock/internal/emit"
 	"github.com/fencelock/fencelock/internal/isnil"
 	"github.com/fencelock/fencelock/observe"
 	"github.com/fencelock/fencelock/verifier"
+	"github.com/fencelock/fencelock/verifier/internal/scaffold"
 )
 
 // Querier runs statements. *sql.DB, *sql.Conn and *sql.Tx all satisfy it.
@@ -34,27 +33,16 @@ const DefaultTable = "fence_tokens"
 
 // Option configures a Verifier. An option checks its own argument; [New]
 // returns the first option's error, which wraps [ErrInvalid].
-type Option func(*config) error
+type Option func(*scaffold.Config) error
 
-type config struct {
-	dialect Dialect
-	table   []string
-	hooks   *observe.Hooks
-}
+// kind is this package, to the verifier scaffold.
+var kind = &scaffold.Kind{Pkg: "sqlverifier", ErrInvalid: ErrInvalid}
 
 // WithHooks reports every token the verifier accepts or refuses (Claim,
 // Guard, WithTx and Exec, once each) to h's Verified function, as verifier
-// "mysql" or "postgres-sql" (see package observe). A nil h is invalid. The
-// default is no hooks.
-func WithHooks(h *observe.Hooks) Option {
-	return func(c *config) error {
-		if h == nil {
-			return invalid("nil hooks")
-		}
-		c.hooks = h
-		return nil
-	}
-}
+// "mysql" or "postgres" (the same name as pgverifier's; see package
+// observe). A nil h is invalid. The default is no hooks.
+func WithHooks(h *observe.Hooks) Option { return Option(kind.WithHooks(h)) }
 
 // WithTable sets the high-water table, as one name or as schema (MySQL:
 // database) and name ("app", "fence_tokens"). Each part is quoted as an
@@ -64,20 +52,7 @@ func WithHooks(h *observe.Hooks) Option {
 // MySQL. The table must have the columns of the one in package migrations.
 // The default is [DefaultTable], in the connection's current schema or
 // database.
-func WithTable(parts ...string) Option {
-	return func(c *config) error {
-		if len(parts) == 0 || len(parts) > 2 {
-			return invalid("table name has %d parts, want 1 or 2", len(parts))
-		}
-		for _, p := range parts {
-			if !c.dialect.identOK(p) {
-				return invalid("table name part %q is not a valid %s identifier", p, c.dialect)
-			}
-		}
-		c.table = append([]string(nil), parts...)
-		return nil
-	}
-}
+func WithTable(parts ...string) Option { return Option(kind.WithTable(parts...)) }
 
 // Verifier is a fencing-token verifier on a database/sql database, MySQL,
 // MariaDB or PostgreSQL. It keeps each resource's high-water (and the lock
@@ -86,11 +61,12 @@ func WithTable(parts ...string) Option {
 // data it protects. It is safe for concurrent use; on a *sql.Conn, calls
 // take turns on its one session.
 type Verifier struct {
+	base  scaffold.Base
 	db    DB
 	d     Dialect
+	f     *flavor
 	table string // quoted
 	sql   statements
-	hooks *observe.Hooks
 	rows  known // MySQL: resources whose row exists
 }
 
@@ -114,24 +90,33 @@ func New(db DB, dialect Dialect, opts ...Option) (*Verifier, error) {
 	if isnil.Nil(db) {
 		return nil, invalid("New: nil DB")
 	}
-	if dialect != MySQL && dialect != Postgres {
+	f := flavors[dialect]
+	if f == nil {
 		return nil, invalid("New: unknown dialect %v", dialect)
 	}
-	c := config{dialect: dialect, table: []string{DefaultTable}}
-	for i, o := range opts {
-		if o == nil {
-			return nil, invalid("New: option %d is nil", i)
+	c := scaffold.Config{Table: []string{DefaultTable}, Ident: func(part string) error {
+		if !f.identOK(part) {
+			return invalid("table name part %q is not a valid %s identifier", part, dialect)
 		}
-		if err := o(&c); err != nil {
-			return nil, err
-		}
+		return nil
+	}}
+	if err := scaffold.Apply(kind, &c, opts); err != nil {
+		return nil, err
 	}
-	quoted := make([]string, len(c.table))
-	for i, p := range c.table {
-		quoted[i] = dialect.quote(p)
+	quoted := make([]string, len(c.Table))
+	for i, p := range c.Table {
+		quoted[i] = f.quoteIdent(p)
 	}
 	table := strings.Join(quoted, ".")
-	return &Verifier{db: db, d: dialect, table: table, sql: dialect.statements(table), hooks: c.hooks}, nil
+	return &Verifier{base: kind.Base(f.name, c), db: db, d: dialect, f: f, table: table, sql: f.statements(dialect, table)}, nil
+}
+
+// b returns v's scaffold; nil for a nil v.
+func (v *Verifier) b() *scaffold.Base {
+	if v == nil {
+		return nil
+	}
+	return &v.base
 }
 
 // Claim checks tok for resource and raises the resource's high-water to it,
@@ -143,31 +128,12 @@ func New(db DB, dialect Dialect, opts ...Option) (*Verifier, error) {
 // the guard locked. Claim alone does not fence a later
 // write in another transaction: use [Verifier.WithTx], [Verifier.Exec], or
 // [Verifier.Guard] in your own transaction.
-func (v *Verifier) Claim(ctx context.Context, resource string, tok fence.Token) (err error) {
-	if err := v.usable(ctx); err != nil {
-		return err
-	}
-	defer v.report(ctx, resource, tok, time.Now(), &err)
-	if err := verifier.ValidateClaim(resource, tok); err != nil {
-		return err
-	}
+func (v *Verifier) Claim(ctx context.Context, resource string, tok fence.Token) error {
 	// A refusal is explained by a read of the row the guard locked; in one
 	// transaction, a Move or a newer token cannot slip in between.
-	return v.inTx(ctx, resource, tok, nil)
-}
-
-// usable returns an error wrapping ErrInvalid if v was not made by New or
-// ctx is nil.
-func (v *Verifier) usable(ctx context.Context) error {
-	switch {
-	case v == nil:
-		return invalid("nil *Verifier")
-	case v.db == nil:
-		return invalid("Verifier not made by New")
-	case ctx == nil:
-		return invalid("nil context")
-	}
-	return nil
+	return kind.Check(ctx, v.b(), resource, tok, func(c scaffold.Claim) error {
+		return v.inTx(ctx, c, nil)
+	})
 }
 
 // Guard runs the guard on q, which should be the caller's transaction: it
@@ -195,18 +161,13 @@ func (v *Verifier) usable(ctx context.Context) error {
 // back while other guards of the resource wait for the row, InnoDB reports
 // deadlocks (error 1213) to them. WithTx, Exec, Claim and Move avoid that by
 // creating the row, committed on its own, before they begin.
-func (v *Verifier) Guard(ctx context.Context, q Querier, resource string, tok fence.Token) (err error) {
-	if err := v.usable(ctx); err != nil {
-		return err
-	}
-	defer v.report(ctx, resource, tok, time.Now(), &err)
-	if isnil.Nil(q) {
-		return invalid("Guard: nil Querier")
-	}
-	if err := verifier.ValidateClaim(resource, tok); err != nil {
-		return err
-	}
-	return v.guard(ctx, q, resource, tok)
+func (v *Verifier) Guard(ctx context.Context, q Querier, resource string, tok fence.Token) error {
+	return kind.Check(ctx, v.b(), resource, tok, func(c scaffold.Claim) error {
+		if isnil.Nil(q) {
+			return invalid("Guard: nil Querier")
+		}
+		return v.guard(ctx, q, c)
+	})
 }
 
 // ensureRow makes sure, on MySQL, that resource has a committed row before
@@ -215,7 +176,7 @@ func (v *Verifier) Guard(ctx context.Context, q Querier, resource string, tok fe
 // consistent read, comes first so that a caller's transaction that already
 // holds the row's lock cannot make the insert wait for it.
 func (v *Verifier) ensureRow(ctx context.Context, resource string) error {
-	if v.d != MySQL || v.rows.has(resource) {
+	if !v.f.rowFirst || v.rows.has(resource) {
 		return nil
 	}
 	var one int
@@ -230,91 +191,74 @@ func (v *Verifier) ensureRow(ctx context.Context, resource string) error {
 	return nil
 }
 
-// report tells the hooks, if any, how a check that began at start ended.
-func (v *Verifier) report(ctx context.Context, resource string, tok fence.Token, start time.Time, err *error) {
-	if p := recover(); p != nil {
-		// A panic in the caller's function rolled the transaction back:
-		// report an error, not the nil *err, and go on panicking.
-		if v.hooks != nil {
-			emit.Verified(v.hooks, ctx, v.d.verifierName(), resource, tok, start, fmt.Errorf("sqlverifier: panic: %v", p))
+// guard runs the dialect's guard for c on q and, when it did not accept
+// for certain, reads the row on q and judges (see scaffold.Guard).
+func (v *Verifier) guard(ctx context.Context, q Querier, c scaffold.Claim) error {
+	try := func() (bool, error) { return v.f.try(v, ctx, q, c) }
+	return kind.Guard(c, try, func() (scaffold.Row, error) {
+		var row scaffold.Row
+		var seq int64
+		var lock sql.NullString
+		err := q.QueryRowContext(ctx, v.sql.refusal, c.Resource()).Scan(&seq, &row.Holder, &lock)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return scaffold.Row{}, err
 		}
-		panic(p)
-	}
-	if v.hooks != nil {
-		emit.Verified(v.hooks, ctx, v.d.verifierName(), resource, tok, start, *err)
-	}
+		row.Seq, row.Lock = uint64(seq), lock.String
+		return row, nil
+	})
 }
 
-// guard is Guard once its arguments are known to be valid.
-func (v *Verifier) guard(ctx context.Context, q Querier, resource string, tok fence.Token) error {
-	seq := int64(tok.Seq)
-	if v.d == Postgres {
-		var got int64
-		err := q.QueryRowContext(ctx, v.sql.guard, resource, seq, tok.Holder, tok.Key).Scan(&got)
-		if err == nil {
-			return nil
-		}
-		if !errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("sqlverifier: guard %q: %w", resource, err)
-		}
-		// Refused; the row is locked, read why.
-	} else {
-		// The fast path: an UPDATE of the row ensureRow created.
-		res, err := q.ExecContext(ctx, v.sql.update, tok.Key, tok.Holder, seq, resource, tok.Key, seq, seq, tok.Holder)
-		if err != nil {
-			return fmt.Errorf("sqlverifier: guard %q: %w", resource, err)
-		}
-		if n, err := res.RowsAffected(); err == nil && n == 1 {
-			return nil
-		}
-		// Refused, a repeat, or no row (never made here, or deleted since):
-		// the full guard tells, and the next begin makes sure of the row.
-		v.rows.del(resource)
-		res, err = q.ExecContext(ctx, v.sql.guard, resource, seq, tok.Holder, tok.Key)
-		if err != nil {
-			return fmt.Errorf("sqlverifier: guard %q: %w", resource, err)
-		}
-		// 2: an existing row was changed, which only an accepted token does.
-		if n, err := res.RowsAffected(); err == nil && n == 2 {
-			return nil
-		}
+// tryPostgres is the Postgres guard: one statement, a row back when
+// accepted, none when refused (the row is then locked: read why).
+func (v *Verifier) tryPostgres(ctx context.Context, q Querier, c scaffold.Claim) (bool, error) {
+	var got int64
+	err := q.QueryRowContext(ctx, v.sql.guard, scaffold.GuardArgs(c)...).Scan(&got)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
 	}
-	return v.check(ctx, q, resource, tok)
-}
-
-// check reads the locked high-water row after a guard that was refused
-// (Postgres) or whose outcome is not known yet (MySQL): the token was
-// accepted if and only if the row now holds it.
-func (v *Verifier) check(ctx context.Context, q Querier, resource string, tok fence.Token) error {
-	var seq int64
-	var holder string
-	var lock sql.NullString
-	err := q.QueryRowContext(ctx, v.sql.check, resource).Scan(&seq, &holder, &lock)
 	if err != nil {
-		// ErrNoRows too: the guard made sure the row exists.
-		return fmt.Errorf("sqlverifier: guard %q: reading the high-water: %w", resource, err)
+		return false, fmt.Errorf("sqlverifier: guard %q: %w", c.Resource(), err)
 	}
-	switch {
-	case lock.Valid && lock.String != tok.Key:
-		return &verifier.ForeignError{Resource: resource, Token: tok, Lock: lock.String}
-	case lock.Valid && uint64(seq) == tok.Seq && holder == tok.Holder:
-		return nil
+	return true, nil
+}
+
+// tryMySQL is the MySQL guard: the fast path, an UPDATE of the row
+// ensureRow created, then the full guard, whose affected rows tell only an
+// update for certain.
+func (v *Verifier) tryMySQL(ctx context.Context, q Querier, c scaffold.Claim) (bool, error) {
+	resource, tok, seq := c.Resource(), c.Token(), int64(c.Token().Seq)
+	res, err := q.ExecContext(ctx, v.sql.update, tok.Key, tok.Holder, seq, resource, tok.Key, seq, seq, tok.Holder)
+	if err != nil {
+		return false, fmt.Errorf("sqlverifier: guard %q: %w", resource, err)
 	}
-	return &verifier.StaleError{Resource: resource, Token: tok, Highest: uint64(seq), HighestHolder: holder}
+	if n, err := res.RowsAffected(); err == nil && n == 1 {
+		return true, nil
+	}
+	// Refused, a repeat, or no row (never made here, or deleted since):
+	// the full guard tells, and the next begin makes sure of the row.
+	v.rows.del(resource)
+	res, err = q.ExecContext(ctx, v.sql.guard, scaffold.GuardArgs(c)...)
+	if err != nil {
+		return false, fmt.Errorf("sqlverifier: guard %q: %w", resource, err)
+	}
+	// 2: an existing row was changed, which only an accepted token does.
+	n, err := res.RowsAffected()
+	return err == nil && n == 2, nil
 }
 
 // Highest returns the high-water of resource: the highest Seq it accepted
 // and the holder that presented it, or 0 and "" if it has none (never
 // written, or moved to another lock since).
 func (v *Verifier) Highest(ctx context.Context, resource string) (seq uint64, holder string, err error) {
-	if err := v.usable(ctx); err != nil {
+	if err := kind.Usable(ctx, v.b()); err != nil {
 		return 0, "", err
 	}
 	if err := verifier.ValidateResource(resource); err != nil {
 		return 0, "", err
 	}
 	var s int64
-	err = v.db.QueryRowContext(ctx, v.sql.highest, resource).Scan(&s, &holder)
+	var lock string
+	err = v.db.QueryRowContext(ctx, v.sql.highest, resource).Scan(&s, &holder, &lock)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, "", nil
 	}

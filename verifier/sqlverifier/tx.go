@@ -5,10 +5,10 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/fencelock/fencelock/fence"
 	"github.com/fencelock/fencelock/verifier"
+	"github.com/fencelock/fencelock/verifier/internal/scaffold"
 )
 
 // WithTx fences a read-modify-write: it begins a transaction on the
@@ -30,22 +30,18 @@ import (
 // wrapped: the write and the raised high-water are then both in or both
 // out, never one without the other. A nil fn returns an error wrapping
 // [ErrInvalid], and nothing is claimed.
-func (v *Verifier) WithTx(ctx context.Context, resource string, tok fence.Token, fn func(tx *sql.Tx) error) (err error) {
-	if err := v.usable(ctx); err != nil {
-		return err
-	}
-	defer v.report(ctx, resource, tok, time.Now(), &err)
-	if fn == nil {
-		return invalid("WithTx: nil function")
-	}
-	if err := verifier.ValidateClaim(resource, tok); err != nil {
-		return err
-	}
-	return v.inTx(ctx, resource, tok, fn)
+func (v *Verifier) WithTx(ctx context.Context, resource string, tok fence.Token, fn func(tx *sql.Tx) error) error {
+	return kind.Check(ctx, v.b(), resource, tok, func(c scaffold.Claim) error {
+		if fn == nil {
+			return invalid("WithTx: nil function")
+		}
+		return v.inTx(ctx, c, fn)
+	})
 }
 
 // inTx begins, guards, runs fn (if not nil) and commits.
-func (v *Verifier) inTx(ctx context.Context, resource string, tok fence.Token, fn func(tx *sql.Tx) error) error {
+func (v *Verifier) inTx(ctx context.Context, c scaffold.Claim, fn func(tx *sql.Tx) error) error {
+	resource := c.Resource()
 	if err := v.ensureRow(ctx, resource); err != nil {
 		return err
 	}
@@ -56,7 +52,7 @@ func (v *Verifier) inTx(ctx context.Context, resource string, tok fence.Token, f
 	// After a commit this is a no-op (sql.ErrTxDone). When ctx ends first,
 	// database/sql rolls back by itself.
 	defer tx.Rollback()
-	if err := v.guard(ctx, tx, resource, tok); err != nil {
+	if err := v.guard(ctx, tx, c); err != nil {
 		return err
 	}
 	if fn != nil {
@@ -86,21 +82,16 @@ func (v *Verifier) inTx(ctx context.Context, resource string, tok fence.Token, f
 //
 // It costs one round trip more than query alone in a transaction (begin,
 // query, commit): database/sql cannot send two statements at once.
-func (v *Verifier) Exec(ctx context.Context, resource string, tok fence.Token, query string, args ...any) (_ sql.Result, err error) {
-	if err := v.usable(ctx); err != nil {
-		return nil, err
-	}
-	defer v.report(ctx, resource, tok, time.Now(), &err)
-	if err := verifier.ValidateClaim(resource, tok); err != nil {
-		return nil, err
-	}
+func (v *Verifier) Exec(ctx context.Context, resource string, tok fence.Token, query string, args ...any) (sql.Result, error) {
 	var res sql.Result
-	err = v.inTx(ctx, resource, tok, func(tx *sql.Tx) error {
-		var err error
-		if res, err = tx.ExecContext(ctx, query, args...); err != nil {
-			return fmt.Errorf("sqlverifier: exec: %w", err)
-		}
-		return nil
+	err := kind.Check(ctx, v.b(), resource, tok, func(c scaffold.Claim) error {
+		return v.inTx(ctx, c, func(tx *sql.Tx) error {
+			var err error
+			if res, err = tx.ExecContext(ctx, query, args...); err != nil {
+				return fmt.Errorf("sqlverifier: exec: %w", err)
+			}
+			return nil
+		})
 	})
 	if err != nil {
 		return nil, err
@@ -120,7 +111,7 @@ func (v *Verifier) Exec(ctx context.Context, resource string, tok fence.Token, q
 // MySQL just before, committed on its own), reads its binding and rewrites
 // it. Stop the old lock's users first.
 func (v *Verifier) Move(ctx context.Context, resource, from, to string) error {
-	if err := v.usable(ctx); err != nil {
+	if err := kind.Usable(ctx, v.b()); err != nil {
 		return err
 	}
 	if err := verifier.ValidateMove(resource, from, to); err != nil {
@@ -142,7 +133,7 @@ func (v *Verifier) Move(ctx context.Context, resource, from, to string) error {
 		return fmt.Errorf("sqlverifier: begin: %w", err)
 	}
 	defer tx.Rollback()
-	if v.d == Postgres {
+	if !v.f.rowFirst {
 		if _, err := tx.ExecContext(ctx, v.sql.ensure, resource); err != nil {
 			return fmt.Errorf("sqlverifier: move %q: %w", resource, err)
 		}

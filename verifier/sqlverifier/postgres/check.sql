@@ -1,4 +1,3 @@
--- The high-water and lock of one resource, after the guard refused a token
--- or to move it. $1 resource. The guard locked the row; FOR UPDATE reads
--- its latest version (and locks it for Move).
+-- Move, step 2: the high-water and lock of one resource, locked. $1
+-- resource. ensure.sql made the row; FOR UPDATE locks it for the rewrite.
 SELECT seq, holder, lock_key FROM {{table}} WHERE resource = $1 FOR UPDATE

@@ -1,7 +1,8 @@
--- The guard: one statement that checks a token against the resource's
--- high-water and raises it when accepted. $1 resource, $2 seq, $3 holder,
--- $4 the token's lock. {{table}} is the quoted table name
--- (pgx.Identifier.Sanitize).
+-- The PostgreSQL guard, run by pgverifier (pgx) and by sqlverifier's
+-- Postgres dialect (database/sql): one statement that checks a token
+-- against the resource's high-water and raises it when accepted.
+-- $1 resource, $2 seq, $3 holder, $4 the token's lock. {{table}} is the
+-- quoted table name.
 --
 -- Accepted: a row comes back. Refused (a token of another lock than the
 -- one the resource is bound to, or a stale one): the WHERE is false,

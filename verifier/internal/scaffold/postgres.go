@@ -1,0 +1,32 @@
+package scaffold
+
+import (
+	_ "embed"
+	"strings"
+)
+
+var (
+	//go:embed postgres/guard.sql
+	postgresGuard string
+	//go:embed postgres/highest.sql
+	postgresHighest string
+)
+
+// PostgresGuard returns the PostgreSQL guard statement on table (quoted):
+// $1 resource, $2 seq, $3 holder, $4 the token's lock; one row back when
+// the token is accepted, none when refused. pgverifier and sqlverifier's
+// Postgres dialect both run it.
+func PostgresGuard(table string) string { return strings.ReplaceAll(postgresGuard, "{{table}}", table) }
+
+// PostgresHighest returns the PostgreSQL read of one resource's row on
+// table (quoted): $1 resource; seq, holder and lock (” for none). It
+// explains a refused guard ([Row]) and answers Highest.
+func PostgresHighest(table string) string {
+	return strings.ReplaceAll(postgresHighest, "{{table}}", table)
+}
+
+// GuardArgs are the guard's parameters for c, in the order of
+// PostgresGuard (and of sqlverifier's MySQL guard).
+func GuardArgs(c Claim) []any {
+	return []any{c.resource, int64(c.tok.Seq), c.tok.Holder, c.tok.Key}
+}
