@@ -51,14 +51,16 @@ func acquireEnded(t testing.TB, h Harness, err error) {
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
 }
 
-// Deadlines checks that no call outlives its context: on servers frozen
-// with SIGSTOP (connections open, nothing answers), TryAcquire, Acquire,
+// Deadlines checks that no call outlives its context: with a majority of
+// its servers frozen by SIGSTOP (connections open, nothing answers; all of
+// one server), TryAcquire, Acquire,
 // Refresh and Release return by their deadline; an acquire's error wraps
 // NotAcquired and context.DeadlineExceeded, Refresh leaves the lease as it
 // was, Release ends it. The acquires may have taken the lock on the frozen
 // servers: once they resume, the kind's release in the background must
 // free it within a few seconds (the ttl is a minute). A waiting Acquire on
-// a lock held elsewhere also gives up at its deadline.
+// a lock held elsewhere also gives up at its deadline, or at once when its
+// context is cancelled, with context.Canceled in the error.
 func Deadlines(t *testing.T, h Harness, shared Servers) {
 	ctx := ctxFor(t, time.Minute)
 	s := NewServers(t, h)
@@ -69,13 +71,14 @@ func Deadlines(t *testing.T, h Harness, shared Servers) {
 	toRelease := try(t, c, Name(t), time.Minute, Opts{})
 	tryName, acquireName := Name(t), Name(t)
 
+	frozen := s.Majority()
 	resume := func() {
-		for _, r := range s.Redis {
+		for _, r := range frozen {
 			_ = r.Resume()
 		}
 	}
 	t.Cleanup(resume) // runs before the releases of the leases above
-	for _, r := range s.Redis {
+	for _, r := range frozen {
 		require.NoError(t, r.Pause())
 	}
 	t.Run("Frozen", func(t *testing.T) {
@@ -124,13 +127,21 @@ func Deadlines(t *testing.T, h Harness, shared Servers) {
 			_, err := c.Acquire(ctx, n, time.Minute, Opts{})
 			return err
 		}))
+		err := within(t, "Acquire cancelled", func(ctx context.Context) error {
+			ctx, cancel := context.WithCancel(ctx)
+			time.AfterFunc(50*time.Millisecond, cancel)
+			_, err := c.Acquire(ctx, n, time.Minute, Opts{})
+			return err
+		})
+		assert.ErrorIs(t, err, h.NotAcquired)
+		assert.ErrorIs(t, err, context.Canceled)
 	})
 }
 
 // ClosedPort checks calls against servers that refuse connections: on
 // ports nothing listens on, TryAcquire and Acquire (of a client that dials
-// once) return the refusal before their deadline; on servers killed under
-// held leases, Refresh and Release return an error by their deadline,
+// once) return the refusal before their deadline; with a majority of the
+// servers killed under held leases, Refresh and Release return an error by their deadline,
 // Refresh leaving the lease as it was and Release ending it.
 func ClosedPort(t *testing.T, h Harness) {
 	addrs := make([]string, h.Servers)
@@ -157,7 +168,7 @@ func ClosedPort(t *testing.T, h Harness) {
 	c := h.New(t, s.Addrs)
 	toRefresh := try(t, c, Name(t), time.Minute, Opts{})
 	toRelease := try(t, c, Name(t), time.Minute, Opts{})
-	for _, r := range s.Redis {
+	for _, r := range s.Majority() {
 		require.NoError(t, r.Kill())
 	}
 	t.Run("Refresh", func(t *testing.T) {

@@ -60,5 +60,5 @@
 // break its servers. Every test uses lock names of its own (see [Name]).
 //
 // Each test is exported, so a kind may run one alone; [Run] runs them all,
-// in about 15 s. The kit imports testify.
+// in a few seconds. The kit imports testify.
 package leasetest

@@ -26,8 +26,8 @@ type Harness struct {
 	// New returns a client of the kind over the redis-servers at addrs
 	// ("host:port", len(addrs) == Servers), closing what it opens at
 	// t.Cleanup. Its connections must honour context deadlines (go-redis:
-	// ContextTimeoutEnabled) and dial once: the suite freezes servers and
-	// points clients at closed ports. Its tokens must be fenced (Redlock:
+	// ContextTimeoutEnabled) and dial once: the suite freezes and kills a
+	// majority of a client's servers, and points clients at closed ports. Its tokens must be fenced (Redlock:
 	// quorum fencing on).
 	New func(t testing.TB, addrs []string) Client
 	// NilClient wraps a typed nil client of the kind, such as a nil
@@ -109,6 +109,10 @@ type Servers struct {
 	Redis []*testenv.Redis
 	Addrs []string
 }
+
+// Majority returns the servers the suite freezes or kills: a majority,
+// the last len/2+1 (all of one).
+func (s Servers) Majority() []*testenv.Redis { return s.Redis[len(s.Redis)/2:] }
 
 // NewServers starts h.Servers redis-servers, closed when t ends.
 func NewServers(t testing.TB, h Harness) Servers {

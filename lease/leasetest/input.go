@@ -90,6 +90,7 @@ func BadInput(t *testing.T, h Harness, s Servers) {
 		{"over-long name", strings.Repeat("n", 100_000), time.Minute},
 		{"zero ttl", n, 0},
 		{"negative ttl", n, -time.Second},
+		{"ttl below a millisecond", n, 999 * time.Microsecond},
 		{"ttl the drift eats", n, 2 * time.Millisecond},
 	} {
 		noPanic(t, tc.what, func() {

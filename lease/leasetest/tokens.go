@@ -16,22 +16,25 @@ import (
 
 // Reacquire checks an acquire under a known holder id (the kind's
 // WithHolder): while that holder has the lock, a second acquire with the
-// saved id, from another client, gets the same token back and the lock
-// stays held; another id, or none, does not get it; after the release, the
+// saved id, from another client, gets the same token back and the lock's
+// ttl on the servers is extended to the new one; another id, or none, does not get it; after the release, the
 // same id gets a new, greater token.
 func Reacquire(t *testing.T, h Harness, s Servers) {
 	ctx := ctxFor(t, 30*time.Second)
 	c, restarted, other := h.New(t, s.Addrs), h.New(t, s.Addrs), h.New(t, s.Addrs)
 	n := Name(t)
 	id := Holder()
-	first := try(t, c, n, time.Minute, Opts{Holder: id})
+	const short = 500 * time.Millisecond
+	first := try(t, c, n, short, Opts{Holder: id})
 	saved := first.Token()
 	require.Equal(t, fence.Token{Key: n, Seq: saved.Seq, Holder: id}, saved, "the lease is under the given holder id")
 
 	again := try(t, restarted, n, time.Minute, Opts{Holder: id})
 	assert.Equal(t, saved, again.Token(), "the same token back")
 	requireLive(t, again, "the re-acquired lease")
-	requireLive(t, first, "the first lease")
+	waitDone(t, first, short+5*time.Second)
+	time.Sleep(short) // past the first ttl on the servers too
+	requireLive(t, again, "the re-acquired lease, past the first one's ttl")
 
 	_, err := other.TryAcquire(ctx, n, time.Minute, Opts{Holder: Holder()})
 	assert.ErrorIs(t, err, h.NotAcquired, "another holder id")
