@@ -53,8 +53,8 @@ func acquireEnded(t testing.TB, h Harness, err error) {
 
 // Deadlines checks that no call outlives its context: with a majority of
 // its servers frozen by SIGSTOP (connections open, nothing answers; all of
-// one server), TryAcquire, Acquire,
-// Refresh and Release return by their deadline; an acquire's error wraps
+// one server), TryAcquire, Acquire, Refresh and Release return by their
+// deadline (within Margin); an acquire's error wraps
 // NotAcquired and context.DeadlineExceeded, Refresh leaves the lease as it
 // was, Release ends it. The acquires may have taken the lock on the frozen
 // servers: once they resume, the kind's release in the background must

@@ -23,12 +23,12 @@ type Harness struct {
 	// Servers is how many redis-servers one client of the kind runs on:
 	// 1 for a lease on one Redis, 3 for Redlock.
 	Servers int
-	// New returns a client of the kind over the redis-servers at addrs
+	// New returns a new client of the kind over the redis-servers at addrs
 	// ("host:port", len(addrs) == Servers), closing what it opens at
 	// t.Cleanup. Its connections must honour context deadlines (go-redis:
-	// ContextTimeoutEnabled) and dial once: the suite freezes and kills a
-	// majority of a client's servers, and points clients at closed ports. Its tokens must be fenced (Redlock:
-	// quorum fencing on).
+	// ContextTimeoutEnabled) and dial once, because the suite freezes and
+	// kills a majority of a client's servers and points clients at closed
+	// ports. Its tokens must be fenced (Redlock: quorum fencing on).
 	New func(t testing.TB, addrs []string) Client
 	// NilClient wraps a typed nil client of the kind, such as a nil
 	// *lease.Client: its calls must return an error wrapping Invalid.
@@ -61,9 +61,9 @@ type Opts struct {
 }
 
 // Run runs every test of the suite as a subtest. It starts the servers it
-// needs with internal/testenv (redis-server must be installed): one set
-// shared by the tests that leave servers alone, and sets of their own for
-// the tests that freeze them.
+// needs (redis-server must be on PATH): one set shared by the tests that
+// leave servers alone, and sets of their own for the tests that freeze or
+// kill them.
 func Run(t *testing.T, h Harness) {
 	requireHarness(t, h)
 	s := NewServers(t, h)
