@@ -1,0 +1,64 @@
+// Package leasetest is the conformance kit every fencelock lease kind
+// passes against real redis-servers: no call outlives its context (frozen
+// servers, closed ports), releasing twice, releasing a lost lease, loss at
+// the ttl, keep-alive, re-entry under a saved holder id, Reissue above a
+// floor, nil and bad input, and exclusion with tokens growing in hold order
+// under contention.
+//
+// To prove a lease kind, adapt it with a [Harness] in a test and call
+// [Run]. The Harness takes plain functions and values, not the kind's
+// option types: its adapter turns [Opts] into the kind's options. For the
+// single-Redis lease:
+//
+//	func TestLeasetest(t *testing.T) {
+//		leasetest.Run(t, leasetest.Harness{
+//			Servers: 1,
+//			New: func(t testing.TB, addrs []string) leasetest.Client {
+//				rdb := redis.NewClient(&redis.Options{Addr: addrs[0],
+//					ContextTimeoutEnabled: true, MaxRetries: -1, DialerRetries: 1})
+//				t.Cleanup(func() { rdb.Close() })
+//				c, err := lease.New(rdb)
+//				require.NoError(t, err)
+//				return adapt(c)
+//			},
+//			NilClient:   adapt(nil),
+//			NilLease:    (*lease.Lease)(nil),
+//			NotAcquired: lease.ErrNotAcquired,
+//			Lost:        lease.ErrLost,
+//			Released:    lease.ErrReleased,
+//			Invalid:     lease.ErrInvalid,
+//		})
+//	}
+//
+//	func adapt(c *lease.Client) leasetest.Client {
+//		opts := func(o leasetest.Opts) []lease.AcquireOption {
+//			var opts []lease.AcquireOption
+//			if o.Holder != "" {
+//				opts = append(opts, lease.WithHolder(o.Holder))
+//			}
+//			if o.KeepAlive {
+//				opts = append(opts, lease.WithKeepAlive(0))
+//			}
+//			return opts
+//		}
+//		return leasetest.Client{
+//			TryAcquire: func(ctx context.Context, name string, ttl time.Duration, o leasetest.Opts) (lease.Interface, error) {
+//				return c.TryAcquire(ctx, name, ttl, opts(o)...)
+//			},
+//			Acquire: func(ctx context.Context, name string, ttl time.Duration, o leasetest.Opts) (lease.Interface, error) {
+//				return c.Acquire(ctx, name, ttl, opts(o)...)
+//			},
+//		}
+//	}
+//
+// The kit starts the redis-servers itself (redis-server must be on PATH),
+// on free loopback ports, and hands their addresses to [Harness.New]: one
+// set shared by the tests that leave the servers alone, and sets of their
+// own for the tests that freeze (SIGSTOP) or kill them. A lease kind of
+// another module passes too, as long as it runs on redis-servers it is
+// given by address; REDIS_URL is not used, because the kit must be free to
+// break its servers. Every test uses lock names of its own (see [Name]).
+//
+// Each test is exported, so a kind may run one alone; [Run] runs them all,
+// in a few seconds. The kit imports testify.
+package leasetest

@@ -1,0 +1,58 @@
+package redlock_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/fencelock/fencelock/internal/testenv"
+	"github.com/fencelock/fencelock/lease"
+	"github.com/fencelock/fencelock/lease/leasetest"
+	"github.com/fencelock/fencelock/lease/redlock"
+)
+
+// TestLeasetest runs the lease conformance kit on Redlock over three
+// masters, with quorum fencing for its tokens.
+func TestLeasetest(t *testing.T) {
+	t.Parallel()
+	leasetest.Run(t, leasetest.Harness{
+		Servers: 3,
+		New: func(t testing.TB, addrs []string) leasetest.Client {
+			rdbs := make([]redis.UniversalClient, len(addrs))
+			for i, a := range addrs {
+				rdbs[i] = testenv.CtxClient(t, a, 1)
+			}
+			return kitClient(newLocker(t, rdbs, redlock.WithQuorumFencing(true)))
+		},
+		NilClient:   kitClient(nil),
+		NilLease:    (*redlock.Lease)(nil),
+		NotAcquired: redlock.ErrNotAcquired,
+		Lost:        redlock.ErrLost,
+		Released:    redlock.ErrReleased,
+		Invalid:     redlock.ErrInvalid,
+	})
+}
+
+// kitClient adapts c to the kit, turning its options into redlock's.
+func kitClient(c *redlock.Client) leasetest.Client {
+	opts := func(o leasetest.Opts) []redlock.AcquireOption {
+		var opts []redlock.AcquireOption
+		if o.Holder != "" {
+			opts = append(opts, redlock.WithHolder(o.Holder))
+		}
+		if o.KeepAlive {
+			opts = append(opts, redlock.WithKeepAlive(0))
+		}
+		return opts
+	}
+	return leasetest.Client{
+		TryAcquire: func(ctx context.Context, name string, ttl time.Duration, o leasetest.Opts) (lease.Interface, error) {
+			return c.TryAcquire(ctx, name, ttl, opts(o)...)
+		},
+		Acquire: func(ctx context.Context, name string, ttl time.Duration, o leasetest.Opts) (lease.Interface, error) {
+			return c.Acquire(ctx, name, ttl, opts(o)...)
+		},
+	}
+}
