@@ -52,29 +52,6 @@ func TestContextEndsWithTheLease(t *testing.T) {
 	})
 }
 
-// TestReleaseTwiceReturnsNil: the second Release returns nil without I/O in
-// every case, including a lease that was lost first (on main it returned
-// ErrLost on every call).
-func TestReleaseTwiceReturnsNil(t *testing.T) {
-	c := newClient(t)
-	ctx := t.Context()
-	n := name(t)
-	l, err := c.TryAcquire(ctx, n, 30*time.Millisecond)
-	require.NoError(t, err)
-	<-l.Done() // lost by its deadline
-	next, err := c.Acquire(ctx, n, time.Minute)
-	require.NoError(t, err, "the key expired")
-	defer next.Release(ctx)
-
-	assert.ErrorIs(t, l.Release(ctx), lease.ErrLost, "the first release says the lock had passed on")
-	assert.NoError(t, l.Release(ctx), "the second returns nil")
-	assert.NoError(t, l.Release(ctx))
-	assert.ErrorIs(t, l.Err(), lease.ErrLost, "Err keeps the first reason")
-	info, err := c.Inspect(ctx, n)
-	require.NoError(t, err)
-	assert.Equal(t, next.Token(), info.Token, "the lost lease's release did not touch the new holder")
-}
-
 // TestTTLMustLeaveValidity: a ttl that the drift allowance (ttl×0.01 + 2ms)
 // eats whole is refused before any I/O; on main 1–2ms were accepted and
 // the key set and the counter bumped for a lease dead on arrival.
@@ -167,39 +144,6 @@ func TestNilInputs(t *testing.T) {
 	assert.ErrorIs(t, err, lease.ErrInvalid, "Inspect on a nil *Client")
 	assert.ErrorIs(t, nc.Close(t.Context()), lease.ErrInvalid, "Close on a nil *Client")
 	assert.ErrorIs(t, c.Close(nilCtx), lease.ErrInvalid, "Close with a nil context")
-}
-
-// TestNilLease: a Release deferred before the acquire's error was checked
-// (as redislock's users write it) gets an error, not a panic; so does every
-// other method of a nil *Lease, without I/O.
-func TestNilLease(t *testing.T) {
-	c := newClient(t)
-	n := name(t)
-	held, err := c.TryAcquire(t.Context(), n, time.Minute)
-	require.NoError(t, err)
-	defer held.Release(t.Context())
-	l, err := c.TryAcquire(t.Context(), n, time.Minute)
-	require.ErrorIs(t, err, lease.ErrNotAcquired)
-	require.Nil(t, l)
-	assert.ErrorIs(t, l.Release(t.Context()), lease.ErrInvalid)
-	assert.ErrorIs(t, l.Release(nil), lease.ErrInvalid) //nolint:staticcheck // a nil context on purpose
-	assert.ErrorIs(t, l.Refresh(t.Context(), time.Minute), lease.ErrInvalid)
-	_, err = l.Reissue(t.Context(), 1)
-	assert.ErrorIs(t, err, lease.ErrInvalid)
-	assert.ErrorIs(t, l.Err(), lease.ErrInvalid)
-	assert.False(t, l.Held())
-	assert.Zero(t, l.Token())
-	assert.Zero(t, l.Deadline())
-	assert.Empty(t, l.Name())
-	select {
-	case <-l.Done():
-	default:
-		t.Error("Done of a nil lease is not closed")
-	}
-	assert.ErrorIs(t, context.Cause(l.Context()), lease.ErrInvalid)
-	var li lease.Interface = l
-	assert.ErrorIs(t, li.Release(t.Context()), lease.ErrInvalid, "through the interface too")
-	assert.True(t, held.Held(), "the other lease is untouched")
 }
 
 // TestClosedClient: Close refuses new acquires; leases already held keep

@@ -31,24 +31,14 @@ func TestLeasetest(t *testing.T) {
 	})
 }
 
-// kitClient adapts c to the kit, turning its options into the lease's.
+// kitClient adapts c to the kit.
 func kitClient(c *lease.Client) leasetest.Client {
-	opts := func(o leasetest.Opts) []lease.AcquireOption {
-		var opts []lease.AcquireOption
-		if o.Holder != "" {
-			opts = append(opts, lease.WithHolder(o.Holder))
-		}
-		if o.KeepAlive {
-			opts = append(opts, lease.WithKeepAlive(0))
-		}
-		return opts
-	}
 	return leasetest.Client{
 		TryAcquire: func(ctx context.Context, name string, ttl time.Duration, o leasetest.Opts) (lease.Interface, error) {
-			return c.TryAcquire(ctx, name, ttl, opts(o)...)
+			return c.TryAcquire(ctx, name, ttl, o.AcquireOptions()...)
 		},
 		Acquire: func(ctx context.Context, name string, ttl time.Duration, o leasetest.Opts) (lease.Interface, error) {
-			return c.Acquire(ctx, name, ttl, opts(o)...)
+			return c.Acquire(ctx, name, ttl, o.AcquireOptions()...)
 		},
 	}
 }

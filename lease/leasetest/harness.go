@@ -60,6 +60,20 @@ type Opts struct {
 	KeepAlive bool
 }
 
+// AcquireOptions are o as the lease family's acquire options
+// (lease.WithHolder, lease.WithKeepAlive), which both kinds of this module
+// take; a kind of another module translates Opts itself.
+func (o Opts) AcquireOptions() []lease.AcquireOption {
+	var opts []lease.AcquireOption
+	if o.Holder != "" {
+		opts = append(opts, lease.WithHolder(o.Holder))
+	}
+	if o.KeepAlive {
+		opts = append(opts, lease.WithKeepAlive(0))
+	}
+	return opts
+}
+
 // Run runs every test of the suite as a subtest. It starts the servers it
 // needs (redis-server must be on PATH): one set shared by the tests that
 // leave servers alone, and sets of their own for the tests that freeze or

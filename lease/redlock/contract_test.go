@@ -257,22 +257,6 @@ func TestRedlockInputRules(t *testing.T) {
 	require.NoError(t, l.Release(ctx))
 }
 
-// TestNilLease: methods on a nil *Lease return an error wrapping
-// ErrInvalid (and so lease.ErrInvalid), never panic, and do no I/O.
-func TestNilLease(t *testing.T) {
-	var l *redlock.Lease
-	assert.ErrorIs(t, l.Release(t.Context()), redlock.ErrInvalid)
-	assert.ErrorIs(t, l.Refresh(t.Context(), time.Minute), redlock.ErrInvalid)
-	_, err := l.Reissue(t.Context(), 1)
-	assert.ErrorIs(t, err, redlock.ErrInvalid)
-	assert.ErrorIs(t, l.Err(), redlock.ErrInvalid)
-	assert.False(t, l.Held())
-	assert.Zero(t, l.Token())
-	<-l.Done()
-	var li lease.Interface = l
-	assert.ErrorIs(t, li.Release(t.Context()), redlock.ErrInvalid)
-}
-
 // TestCloseWaitsForCleanup: Close returns once the background release of a
 // failed attempt is done, and refuses a nil context.
 func TestCloseWaitsForCleanup(t *testing.T) {

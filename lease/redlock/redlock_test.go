@@ -190,34 +190,6 @@ func TestRefreshResetsLostKeysAndDetectsLoss(t *testing.T) {
 	assert.NoError(t, l.Release(ctx), "and the second release returns nil")
 }
 
-func TestDeadlineClosesDone(t *testing.T) {
-	ctx := ctxFor(t, 10*time.Second)
-	c := newLocker(t, sharedRDB[:3])
-	start := time.Now()
-	l, err := c.TryAcquire(ctx, name(t), 100*time.Millisecond)
-	require.NoError(t, err)
-	defer l.Release(ctx)
-	select {
-	case <-l.Done():
-	case <-time.After(2 * time.Second):
-		t.Fatal("Done not closed after the deadline")
-	}
-	assert.GreaterOrEqual(t, time.Since(start), 100*time.Millisecond-3*time.Millisecond)
-	assert.ErrorIs(t, l.Err(), redlock.ErrLost)
-	assert.False(t, l.Held())
-}
-
-func TestKeepAlive(t *testing.T) {
-	ctx := ctxFor(t, 10*time.Second)
-	c := newLocker(t, sharedRDB[:3])
-	l, err := c.TryAcquire(ctx, name(t), 150*time.Millisecond, lease.WithKeepAlive(0))
-	require.NoError(t, err)
-	time.Sleep(500 * time.Millisecond)
-	assert.NoError(t, l.Err(), "kept alive past three ttls")
-	assert.True(t, l.Held())
-	require.NoError(t, l.Release(ctx))
-}
-
 func TestAcquireWaitsForRelease(t *testing.T) {
 	ctx := ctxFor(t, 10*time.Second)
 	c := newLocker(t, sharedRDB)
