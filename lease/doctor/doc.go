@@ -1,0 +1,40 @@
+// Package doctor checks a Redis deployment for what makes fencelock's
+// locks vanish or its tokens go back, and says what to do about it.
+//
+// [Check] asks each server (a standalone server, a Sentinel-managed
+// primary, every node of a Redis Cluster) with INFO, CONFIG GET, PING and
+// TIME, and returns [Finding]s, each with a [Severity], its consequence for
+// locks and tokens, and its fix. Options describe the lease clients that
+// use the deployment ([WithTTL], [WithReplicaAck], [WithClockFloor], ...),
+// so findings fit them. The checks, in order:
+//
+//   - eviction: a maxmemory with a policy other than noeviction evicts
+//     lock keys (they have the lease's ttl, so volatile-* policies too) and
+//     counters. Danger.
+//   - persistence: no AOF and no RDB forgets every lock and counter on
+//     restart; RDB alone loses the writes since the last snapshot (Danger);
+//     appendfsync no loses them on an OS crash (Warn).
+//   - replication: a primary with replicas, without WithReplicaAck, can
+//     lose its last writes in a failover (Danger; Warn when
+//     min-replicas-to-write bounds the loss).
+//   - clock: the server's TIME against this host's clock, beyond the drift
+//     allowance of the ttl (100ms when no ttl is given). Warn.
+//   - latency: PING round trips, when the p99 exceeds half the ttl's drift
+//     allowance. Warn.
+//   - cluster-pubsub and cluster-slot, on a Redis Cluster: whether the
+//     masters have sharded pub/sub, and that a lock's keys share a slot.
+//
+// [Danger] means a lock can vanish while its holder trusts its lease, or
+// tokens can go back, in events a deployment should expect (a restart, a
+// failover, memory pressure). The verifier at the storage keeps the data
+// safe even then (see package verifier and the counter rule in package
+// lease); a Danger finding is what would make it reject writes, or what a
+// lock without a verifier cannot survive.
+//
+// The command `fencelock doctor` prints the findings and exits with status
+// 4 when one is Danger.
+//
+// What it cannot see: a server's clock stepping, replicas it cannot reach,
+// the persistence of a managed service that disables CONFIG (a Warn says
+// so), and Redlock's independent masters as one deployment (check each).
+package doctor
