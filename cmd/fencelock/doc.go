@@ -10,6 +10,7 @@
 //	fencelock [--redis URL]... [--prefix P] run [--ttl D] [--wait D] [--grace D] NAME -- CMD [ARG...]
 //	fencelock [--redis URL]... [--prefix P] inspect [--json] NAME
 //	fencelock [--redis URL]... [--prefix P] advance [--json] NAME SEQ
+//	fencelock [--redis URL]... [--prefix P] doctor [--json] [--ttl D] [--drift F] [--replica-ack N] [--clock-floor] [--name NAME] [--pings N]
 //	fencelock help
 //
 // The global flags may also be given after the command name (before NAME).
@@ -62,6 +63,25 @@
 // when a verifier has seen a higher Seq than Redis remembers (after a Redis
 // restart without persistence, a failover or an eviction).
 //
+// # doctor
+//
+// doctor checks the Redis deployment for what makes locks vanish or tokens
+// go back, and prints each finding with its severity (info, warn, danger),
+// the servers it holds for, its consequence and its fix; --json prints
+// {"worst", "findings", "errors"} instead. The checks (package
+// lease/doctor): the eviction policy, persistence, replication without
+// replica acknowledgement, the servers' clocks against this host's, PING
+// round trips, and on a Redis Cluster sharded pub/sub and the slot of a
+// lock's keys (of lock --name, default "doctor"). The flags describe the
+// leases that use the deployment, so the findings fit them: --ttl (default
+// 30s) and --drift (default 0.01) give the drift allowance that clock skew
+// and round trips are held against, --replica-ack N says the leases use
+// lease.WithReplicaAck(N, ...), --clock-floor that they use
+// lease.WithClockFloor(true). With several URLs (Redlock) each master is
+// checked. doctor exits with status 4 when a finding is danger: a restart,
+// failover or memory pressure can free a lock while its holder trusts its
+// lease, or make tokens go back.
+//
 // # Redis
 //
 // --redis URL (repeatable, or several URLs separated by commas) or else the
@@ -91,7 +111,7 @@
 //
 //	0..255  run: the command's own exit status when it ran and the lease held
 //	        (128+N when the command died of signal N)
-//	0       inspect, advance, help: success
+//	0       inspect, advance, help: success; doctor: no danger finding
 //	1       other errors: Redis unreachable, command not found, ...
 //	2       usage error: bad flags or arguments (usage is printed to stderr)
 //	3       run: the lock is held by another holder (it was not free within --wait)
@@ -99,6 +119,8 @@
 //	        process group was sent SIGTERM (and SIGKILL after --grace) if
 //	        it was still running (lost before the command started: it did
 //	        not run)
+//	4       doctor: a danger finding (a lock can vanish or tokens go back);
+//	        1 when a server could not be checked and nothing was danger
 //	128+N   run: fencelock got signal N while it waited for the lock
 //
 // A command's own status of 1 to 4 looks like fencelock's: fencelock's own

@@ -35,6 +35,7 @@ const usageText = `usage:
   fencelock [global flags] run [--ttl D] [--wait D] [--grace D] NAME -- CMD [ARG...]
   fencelock [global flags] inspect [--json] NAME
   fencelock [global flags] advance [--json] NAME SEQ
+  fencelock [global flags] doctor [--json] [FLAGS]  check Redis for what loses locks (doctor --help)
   fencelock help
 
 Commands:
@@ -160,6 +161,8 @@ func fencelock(args []string, stdout, stderr io.Writer) int {
 		return g.inspect(rest[1:])
 	case "advance":
 		return g.advance(rest[1:])
+	case "doctor":
+		return g.doctor(rest[1:])
 	}
 	return g.usageError("unknown command %q", rest[0])
 }

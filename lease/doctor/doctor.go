@@ -155,6 +155,9 @@ func Check(ctx context.Context, rdb redis.UniversalClient, opts ...Option) ([]Fi
 		err = fmt.Errorf("doctor: unsupported client %T", rdb)
 	}
 	if err != nil {
+		if !strings.HasPrefix(err.Error(), "doctor: ") {
+			err = fmt.Errorf("doctor: %w", err)
+		}
 		errs = append(errs, err)
 	}
 	return merge(findings), errors.Join(errs...)

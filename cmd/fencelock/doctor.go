@@ -1,0 +1,194 @@
+//go:build unix
+
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/fencelock/fencelock/fence"
+	"github.com/fencelock/fencelock/lease"
+	"github.com/fencelock/fencelock/lease/doctor"
+)
+
+// exitDanger is doctor's status when a finding can lose a lock or make
+// tokens go back.
+const exitDanger = 4
+
+// doctorTimeout bounds the whole doctor run.
+const doctorTimeout = 30 * time.Second
+
+const doctorUsage = `usage:
+  fencelock [global flags] doctor [--json] [--ttl D] [--drift F] [--replica-ack N]
+                                  [--clock-floor] [--name NAME] [--pings N]
+
+Checks the Redis deployment (every URL; every node of a cluster) for what loses locks
+or makes tokens go back: eviction, persistence, replication, clock skew, latency, and
+on a Redis Cluster sharded pub/sub and key slots. The flags describe the leases that
+use it, so the findings fit them:
+  --ttl D            the leases' ttl (default 30s); clock skew and round trips are held
+                     against its drift allowance (ttl*drift + 2ms)
+  --drift F          the leases' drift factor (default 0.01)
+  --replica-ack N    the leases use WithReplicaAck(N, ...) (default 0)
+  --clock-floor      the leases use WithClockFloor(true)
+  --name NAME        lock name for the cluster slot check (default "doctor")
+  --pings N          PINGs per server for the latency check (default 10)
+  --json             print JSON
+
+Exit status: 0 no danger finding; 4 a danger finding (a lock can vanish or tokens go
+back); 1 a server could not be checked; 2 usage error.
+`
+
+// doctorReport is what doctor --json prints.
+type doctorReport struct {
+	Worst    doctor.Severity  `json:"worst"`
+	Findings []doctor.Finding `json:"findings"`
+	Errors   []string         `json:"errors,omitempty"`
+}
+
+// doctor is the doctor command.
+func (g *globals) doctor(args []string) int {
+	fs := g.flagSet("doctor")
+	asJSON := fs.Bool("json", false, "print JSON")
+	ttl := fs.Duration("ttl", 30*time.Second, "lease ttl")
+	drift := fs.Float64("drift", lease.DefaultDriftFactor, "drift factor")
+	replicaAck := fs.Int("replica-ack", 0, "WithReplicaAck replicas")
+	clockFloor := fs.Bool("clock-floor", false, "WithClockFloor")
+	name := fs.String("name", "doctor", "sample lock name")
+	pings := fs.Int("pings", 10, "PINGs per server")
+	pos, err := parseArgs(fs, args)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		fmt.Fprint(g.stdout, doctorUsage)
+		return exitOK
+	case err != nil:
+		return g.doctorUsageError("%v", err)
+	case len(pos) != 0:
+		return g.doctorUsageError("want no arguments, got %q", pos)
+	}
+	if err := fence.ValidateKey(*name); err != nil {
+		return g.doctorUsageError("--name: %v", err)
+	}
+	opts := []doctor.Option{doctor.WithTTL(*ttl), doctor.WithDriftFactor(*drift), doctor.WithReplicaAck(*replicaAck),
+		doctor.WithClockFloor(*clockFloor), doctor.WithPrefix(g.prefix), doctor.WithSampleName(*name), doctor.WithPings(*pings)}
+	rdbs, code := g.doctorClients()
+	if rdbs == nil {
+		return code
+	}
+	defer func() {
+		for _, r := range rdbs {
+			r.Close()
+		}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), doctorTimeout)
+	defer cancel()
+	rep := doctorReport{Findings: []doctor.Finding{}}
+	for _, rdb := range rdbs {
+		found, err := doctor.Check(ctx, rdb, opts...)
+		if errors.Is(err, doctor.ErrInvalid) { // options are checked before any I/O
+			return g.doctorUsageError("%s", strings.TrimPrefix(err.Error(), "doctor: "))
+		}
+		rep.Findings = append(rep.Findings, found...)
+		if err != nil {
+			rep.Errors = append(rep.Errors, err.Error())
+		}
+	}
+	rep.Worst = doctor.Worst(rep.Findings)
+	if *asJSON {
+		printJSON(g.stdout, rep)
+	} else {
+		printFindings(g.stdout, rep.Findings)
+	}
+	for _, e := range rep.Errors {
+		g.fail(exitFailure, "%s", strings.ReplaceAll(e, "\n", "; ")) // each starts "doctor: "
+	}
+	switch {
+	case rep.Worst == doctor.Danger:
+		return exitDanger
+	case len(rep.Errors) > 0:
+		return exitFailure
+	}
+	return exitOK
+}
+
+func (g *globals) doctorUsageError(format string, args ...any) int {
+	fmt.Fprintf(g.stderr, "fencelock: doctor: "+format+"\n\n", args...)
+	fmt.Fprint(g.stderr, doctorUsage)
+	return exitUsage
+}
+
+// doctorClients returns a client per deployment named by --redis,
+// REDIS_URL or the default: one, or a Redlock's independent masters.
+func (g *globals) doctorClients() ([]redis.UniversalClient, int) {
+	vals := []string(g.redis)
+	if len(vals) == 0 {
+		if env := strings.TrimSpace(os.Getenv("REDIS_URL")); env != "" {
+			vals = []string{env}
+		} else {
+			vals = []string{defaultRedisURL}
+		}
+	}
+	urls, err := splitURLs(vals)
+	if err != nil {
+		return nil, g.usageError("%v", err)
+	}
+	var rdbs []redis.UniversalClient
+	for _, u := range urls {
+		rdb, err := newRedis(u, len(urls) > 1)
+		if err != nil {
+			for _, r := range rdbs {
+				r.Close()
+			}
+			return nil, g.usageError("%v", err)
+		}
+		rdbs = append(rdbs, rdb)
+	}
+	return rdbs, exitOK
+}
+
+// printFindings prints findings for a reader, then a count by severity.
+func printFindings(w io.Writer, findings []doctor.Finding) {
+	counts := map[doctor.Severity]int{}
+	for _, f := range findings {
+		counts[f.Severity]++
+		where := strings.Join(f.Servers, " ")
+		if where == "" {
+			where = "deployment"
+		}
+		fmt.Fprintf(w, "%-6s  %s  %s\n", strings.ToUpper(f.Severity.String()), f.Check, where)
+		wrap(w, "", f.Finding)
+		if f.Consequence != "" {
+			wrap(w, "consequence: ", f.Consequence)
+		}
+		if f.Fix != "" {
+			wrap(w, "fix: ", f.Fix)
+		}
+		fmt.Fprintln(w)
+	}
+	fmt.Fprintf(w, "%d danger, %d warn, %d info\n", counts[doctor.Danger], counts[doctor.Warn], counts[doctor.Info])
+}
+
+// wrap prints label and text indented, wrapped at about 90 columns.
+func wrap(w io.Writer, label, text string) {
+	const indent, width = "        ", 90
+	line := indent + label
+	for _, word := range strings.Fields(text) {
+		if len(line)+1+len(word) > width && strings.TrimSpace(line) != "" {
+			fmt.Fprintln(w, line)
+			line = indent + "  "
+		}
+		if !strings.HasSuffix(line, " ") {
+			line += " "
+		}
+		line += word
+	}
+	fmt.Fprintln(w, line)
+}
