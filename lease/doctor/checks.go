@@ -73,7 +73,8 @@ func persistenceFindings(s serverState, cfg *config) []Finding {
 				"while its holder trusts its lease. A forgotten counter starts again at the server's clock, so " +
 				"tokens still grow, unless it had been lifted above the clock (Advance, Reissue, a Redlock " +
 				"write-back): then tokens go back.",
-			Fix: "Turn AOF on: CONFIG SET appendonly yes (and appendonly yes in redis.conf), appendfsync everysec or always."}}
+			Fix: "Turn AOF on: CONFIG SET appendonly yes (and appendonly yes in redis.conf), appendfsync everysec or always." +
+				wipes(s)}}
 	case !aof:
 		return []Finding{{Check: CheckPersistence, Severity: Danger,
 			Finding: fmt.Sprintf("RDB snapshots only (save %q, appendonly no)", save),
@@ -138,8 +139,9 @@ func replicationFindings(s serverState, cfg *config) []Finding {
 	case cfg.replicaAck > 0:
 		return []Finding{{Check: CheckReplication, Severity: Info,
 			Finding: fmt.Sprintf("%s; the leases wait for %d on every acquire (WithReplicaAck)", nReplicas(replicas), cfg.replicaAck),
-			Consequence: "A failover to a replica that acknowledged keeps the lock and its counter. Refreshes are " +
-				"not waited for: a failover can undo the last refresh, and the lock may expire up to that much sooner."}}
+			Consequence: "A failover to a replica that acknowledged keeps the lock and its counter. Refreshes, " +
+				"Advance and Reissue are not waited for: a failover can undo the last refresh (the lock then " +
+				"expires up to that much sooner) or a counter's last lift."}}
 	}
 	loses := fmt.Sprintf("%s, replicated asynchronously, and the leases do not use WithReplicaAck", nReplicas(replicas))
 	consequence := "A failover can promote a replica that missed the last writes: a lock taken just before " +
@@ -168,4 +170,13 @@ func nReplicas(n int64) string {
 		return "1 replica"
 	}
 	return fmt.Sprintf("%d replicas", n)
+}
+
+// wipes warns a primary without persistence that has replicas.
+func wipes(s serverState) string {
+	if s.info["role"] != "master" || s.infoInt("connected_slaves") == 0 {
+		return ""
+	}
+	return " Until then, do not let this primary restart on its own (a supervisor, a container restart policy): " +
+		"restarted empty, it makes its replicas empty too, before a failover can save the data."
 }

@@ -210,7 +210,10 @@ func TestSkew(t *testing.T) {
 
 func TestUnreachable(t *testing.T) {
 	r := testenv.NewRedis(t)
-	rdb := client(t, r)
+	opt := r.Options()
+	opt.ContextTimeoutEnabled, opt.MaxRetries, opt.DialerRetries = true, -1, 1
+	rdb := redis.NewClient(opt)
+	t.Cleanup(func() { rdb.Close() })
 	require.NoError(t, r.Kill())
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Second)
 	defer cancel()
