@@ -10,7 +10,8 @@
 //	fencelock [--redis URL]... [--prefix P] run [--ttl D] [--wait D] [--grace D] NAME -- CMD [ARG...]
 //	fencelock [--redis URL]... [--prefix P] inspect [--json] NAME
 //	fencelock [--redis URL]... [--prefix P] advance [--json] NAME SEQ
-//	fencelock [--redis URL]... [--prefix P] doctor [--json] [--ttl D] [--drift F] [--replica-ack N] [--clock-floor] [--name NAME] [--pings N]
+//	fencelock [--redis URL]... [--prefix P] doctor [--json] [--ttl D] [--drift F] [--replica-ack N]
+//	                                        [--clock-floor] [--name NAME] [--pings N] [--replicas=false]
 //	fencelock help
 //
 // The global flags may also be given after the command name (before NAME).
@@ -78,7 +79,9 @@
 // and round trips are held against, --replica-ack N says the leases use
 // lease.WithReplicaAck(N, ...), --clock-floor that they use
 // lease.WithClockFloor(true). With several URLs (Redlock) each master is
-// checked. doctor exits with status 4 when a finding is danger: a restart,
+// checked; so is every node of a Redis Cluster, and every replica that a
+// primary lists unless --replicas=false (one that cannot be reached is a
+// warn finding). doctor exits with status 4 when a finding is danger: a restart,
 // failover or memory pressure can free a lock while its holder trusts its
 // lease, or make tokens go back.
 //

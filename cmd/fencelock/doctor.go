@@ -28,11 +28,11 @@ const doctorTimeout = 30 * time.Second
 
 const doctorUsage = `usage:
   fencelock [global flags] doctor [--json] [--ttl D] [--drift F] [--replica-ack N]
-                                  [--clock-floor] [--name NAME] [--pings N]
+                                  [--clock-floor] [--name NAME] [--pings N] [--replicas=false]
 
-Checks the Redis deployment (every URL; every node of a cluster) for what loses locks
-or makes tokens go back: eviction, persistence, replication, clock skew, latency, and
-on a Redis Cluster sharded pub/sub and key slots. The flags describe the leases that
+Checks the Redis deployment (every URL; every node of a cluster; the replicas a primary
+lists) for what loses locks or makes tokens go back: eviction, persistence, replication,
+clock skew, latency, and on a Redis Cluster sharded pub/sub and key slots. The flags describe the leases that
 use it, so the findings fit them:
   --ttl D            the leases' ttl (default 30s); clock skew and round trips are held
                      against its drift allowance (ttl*drift + 2ms)
@@ -41,6 +41,7 @@ use it, so the findings fit them:
   --clock-floor      the leases use WithClockFloor(true)
   --name NAME        lock name for the cluster slot check (default "doctor")
   --pings N          PINGs per server for the latency check (default 10)
+  --replicas=false   do not check the replicas a primary lists (INFO replication)
   --json             print JSON
 
 Exit status: 0 no danger finding; 4 a danger finding (a lock can vanish or tokens go
@@ -64,6 +65,7 @@ func (g *globals) doctor(args []string) int {
 	clockFloor := fs.Bool("clock-floor", false, "WithClockFloor")
 	name := fs.String("name", "doctor", "sample lock name")
 	pings := fs.Int("pings", 10, "PINGs per server")
+	replicas := fs.Bool("replicas", true, "check the replicas a primary lists")
 	pos, err := parseArgs(fs, args)
 	switch {
 	case errors.Is(err, flag.ErrHelp):
@@ -78,7 +80,8 @@ func (g *globals) doctor(args []string) int {
 		return g.doctorUsageError("--name: %v", err)
 	}
 	opts := []doctor.Option{doctor.WithTTL(*ttl), doctor.WithDriftFactor(*drift), doctor.WithReplicaAck(*replicaAck),
-		doctor.WithClockFloor(*clockFloor), doctor.WithPrefix(g.prefix), doctor.WithSampleName(*name), doctor.WithPings(*pings)}
+		doctor.WithClockFloor(*clockFloor), doctor.WithPrefix(g.prefix), doctor.WithSampleName(*name), doctor.WithPings(*pings),
+		doctor.WithReplicas(*replicas)}
 	rdbs, code := g.doctorClients()
 	if rdbs == nil {
 		return code

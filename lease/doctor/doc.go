@@ -1,9 +1,9 @@
 // Package doctor checks a Redis deployment for what makes fencelock's
 // locks vanish or its tokens go back, and says what to do about it.
 //
-// [Check] asks each server (a standalone server, a Sentinel-managed
-// primary, every node of a Redis Cluster) with INFO, CONFIG GET, PING and
-// TIME, and returns [Finding]s, each with a [Severity], its consequence for
+// [Check] asks each server (a standalone server or a Sentinel-managed
+// primary and the replicas it lists, every node of a Redis Cluster) with
+// INFO, CONFIG GET, PING and TIME, and returns [Finding]s, each with a [Severity], its consequence for
 // locks and tokens, and its fix. Options describe the lease clients that
 // use the deployment ([WithTTL], [WithReplicaAck], [WithClockFloor], ...),
 // so findings fit them. The checks, in order:
@@ -34,7 +34,9 @@
 // The command `fencelock doctor` prints the findings and exits with status
 // 4 when one is Danger.
 //
-// What it cannot see: a server's clock stepping, replicas it cannot reach,
-// the persistence of a managed service that disables CONFIG (a Warn says
-// so), and Redlock's independent masters as one deployment (check each).
+// What it cannot see: a server's clock stepping (only its offset now),
+// replicas it cannot reach (a Warn says so), the save points and fsync
+// policy of a managed service that disables CONFIG (a Warn says so; INFO
+// still shows the eviction policy, AOF and replication), and Redlock's
+// independent masters as one deployment (check each).
 package doctor

@@ -101,9 +101,10 @@ type ServerError struct {
 func (e *ServerError) Error() string { return "doctor: " + e.Server + ": " + e.Err.Error() }
 func (e *ServerError) Unwrap() error { return e.Err }
 
-// Check examines the Redis deployment behind rdb (a standalone server,
-// a Sentinel-managed primary, every node of a Redis Cluster, every shard
-// of a Ring) and returns its findings, ordered by check (eviction,
+// Check examines the Redis deployment behind rdb (a standalone server and
+// the replicas it lists, a Sentinel-managed primary and its replicas,
+// every node of a Redis Cluster, every shard of a Ring) and returns its
+// findings, ordered by check (eviction,
 // persistence, replication, clock, latency, then the cluster checks) and
 // by server. opts describe the lease clients that use the deployment.
 //
@@ -151,6 +152,11 @@ func Check(ctx context.Context, rdb redis.UniversalClient, opts ...Option) ([]Fi
 		err = c.ForEachShard(ctx, perNode)
 	case *redis.Client:
 		err = perNode(ctx, c)
+		if err == nil && cfg.replicas && len(errs) == 0 {
+			var fs []Finding
+			fs, err = checkReplicas(ctx, c, cfg)
+			add(fs...)
+		}
 	default:
 		err = fmt.Errorf("doctor: unsupported client %T", rdb)
 	}

@@ -60,10 +60,20 @@ func only(fs []doctor.Finding, check string) []doctor.Finding {
 	return slices.DeleteFunc(slices.Clone(fs), func(f doctor.Finding) bool { return f.Check != check })
 }
 
-// one returns the single finding of check.
-func one(t *testing.T, fs []doctor.Finding, check string) doctor.Finding {
+// on returns the finding of check that holds for server.
+func on(t *testing.T, fs []doctor.Finding, check, server string) doctor.Finding {
+	t.Helper()
+	got := slices.DeleteFunc(only(fs, check), func(f doctor.Finding) bool { return !slices.Contains(f.Servers, server) })
+	return one(t, got, check)
+}
+
+// one returns the single finding of check, of severity sev if given.
+func one(t *testing.T, fs []doctor.Finding, check string, sev ...doctor.Severity) doctor.Finding {
 	t.Helper()
 	got := only(fs, check)
+	if len(sev) > 0 {
+		got = slices.DeleteFunc(got, func(f doctor.Finding) bool { return f.Severity != sev[0] })
+	}
 	require.Len(t, got, 1, "findings of %s", check)
 	f := got[0]
 	assert.NotEmpty(t, f.Finding)

@@ -1,14 +1,17 @@
 package doctor_test
 
 import (
+	"context"
 	"io"
 	"net"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/fencelock/fencelock/internal/testenv"
 	"github.com/fencelock/fencelock/lease/doctor"
@@ -42,10 +45,43 @@ func TestConfigDisabled(t *testing.T) {
 func TestPrimaryWithoutPersistence(t *testing.T) {
 	primary, _ := replicated(t, "--save", "", "--appendonly", "no")
 	fs := check(t, client(t, primary))
-	p := one(t, fs, doctor.CheckPersistence)
+	p := on(t, fs, doctor.CheckPersistence, primary.Addr())
 	assert.Equal(t, doctor.Danger, p.Severity)
 	assert.Contains(t, p.Fix, "makes its replicas empty too")
 	assert.Equal(t, doctor.Danger, one(t, fs, doctor.CheckReplication).Severity)
+}
+
+func TestReplicas(t *testing.T) {
+	// The replica a failover would promote evicts keys; the primary does not.
+	primary := testenv.NewRedis(t, testenv.RedisOptions{Args: []string{"--appendonly", "yes"}})
+	replica := testenv.NewRedis(t, testenv.RedisOptions{Args: []string{"--appendonly", "yes",
+		"--maxmemory", "10mb", "--maxmemory-policy", "allkeys-lru"}})
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	require.NoError(t, replica.ReplicaOf(ctx, primary))
+	rdb := client(t, primary)
+	require.Eventually(t, func() bool {
+		return strings.Contains(rdb.Info(ctx, "replication").Val(), "slave0:")
+	}, 10*time.Second, 20*time.Millisecond)
+
+	fs := check(t, rdb)
+	e := one(t, only(fs, doctor.CheckEviction), doctor.CheckEviction, doctor.Danger)
+	assert.Equal(t, []string{replica.Addr()}, e.Servers)
+	assert.Equal(t, doctor.Info, on(t, fs, doctor.CheckEviction, primary.Addr()).Severity)
+	on(t, fs, doctor.CheckClock, replica.Addr())
+
+	fs = check(t, rdb, doctor.WithReplicas(false))
+	assert.Less(t, doctor.Worst(only(fs, doctor.CheckEviction)), doctor.Danger, "replica not checked")
+
+	// A replica that does not answer is a finding, not a hang.
+	require.NoError(t, replica.Pause())
+	t.Cleanup(func() { replica.Resume() })
+	start := time.Now()
+	fs = check(t, rdb)
+	assert.Less(t, time.Since(start), 8*time.Second)
+	f := on(t, fs, doctor.CheckReplication, replica.Addr())
+	assert.Equal(t, doctor.Warn, f.Severity)
+	assert.Contains(t, f.Finding, "could not check")
 }
 
 func TestLatency(t *testing.T) {

@@ -26,10 +26,11 @@ type config struct {
 	prefix      string
 	name        string
 	pings       int
+	replicas    bool
 }
 
 func newConfig(opts []Option) (*config, error) {
-	c := &config{driftFactor: lease.DefaultDriftFactor, prefix: lease.DefaultPrefix, name: "doctor", pings: 10}
+	c := &config{driftFactor: lease.DefaultDriftFactor, prefix: lease.DefaultPrefix, name: "doctor", pings: 10, replicas: true}
 	for _, o := range opts {
 		if err := o(c); err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
@@ -126,4 +127,14 @@ func WithPings(n int) Option {
 		c.pings = n
 		return nil
 	}
+}
+
+// WithReplicas sets whether Check also checks the replicas that a
+// standalone or Sentinel-managed primary lists (INFO replication), since a
+// failover may promote any of them. It reaches them at the addresses they
+// announce, with the primary's client settings (credentials, TLS); one it
+// cannot reach is a Warn finding. A Redis Cluster's replicas are always
+// checked, as nodes of the cluster. The default is true.
+func WithReplicas(on bool) Option {
+	return func(c *config) error { c.replicas = on; return nil }
 }
