@@ -104,9 +104,9 @@ func (e *ServerError) Unwrap() error { return e.Err }
 // Check examines the Redis deployment behind rdb (a standalone server and
 // the replicas it lists, a Sentinel-managed primary and its replicas,
 // every node of a Redis Cluster, every shard of a Ring) and returns its
-// findings, ordered by check (eviction,
-// persistence, replication, clock, latency, then the cluster checks) and
-// by server. opts describe the lease clients that use the deployment.
+// findings, ordered by check (eviction, persistence, replication, clock,
+// latency, then the cluster checks) and by severity. opts describe the
+// lease clients that use the deployment.
 //
 // A server that cannot be checked (unreachable, or ctx ended) yields a
 // [*ServerError] in the returned error, joined with the others; the
@@ -151,8 +151,8 @@ func Check(ctx context.Context, rdb redis.UniversalClient, opts ...Option) ([]Fi
 	case *redis.Ring:
 		err = c.ForEachShard(ctx, perNode)
 	case *redis.Client:
-		err = perNode(ctx, c)
-		if err == nil && cfg.replicas && len(errs) == 0 {
+		_ = perNode(ctx, c) // keeps its error in errs
+		if cfg.replicas && len(errs) == 0 {
 			var fs []Finding
 			fs, err = checkReplicas(ctx, c, cfg)
 			add(fs...)
