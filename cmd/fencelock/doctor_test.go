@@ -91,3 +91,37 @@ func TestDoctorUsage(t *testing.T) {
 	r = fl(t, "", "help")
 	assert.Contains(t, r.stdout, "doctor [--json]")
 }
+
+func TestDoctorCluster(t *testing.T) {
+	c := testenv.NewCluster(t, 3)
+	url := "redis+cluster://" + strings.Join(c.Addrs(), ",")
+	r := fl(t, "", "doctor", "--redis", url, "--prefix", "jobs:", "--name", "nightly", "--json")
+	assert.Equal(t, exitDanger, r.code, "testenv's servers have no persistence")
+	var rep doctorReport
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &rep), r.stdout)
+	var slot, pubsub *doctor.Finding
+	for i, f := range rep.Findings {
+		switch f.Check {
+		case doctor.CheckSlot:
+			slot = &rep.Findings[i]
+		case doctor.CheckPubSub:
+			pubsub = &rep.Findings[i]
+		case doctor.CheckPersistence:
+			assert.ElementsMatch(t, c.Addrs(), f.Servers, "one finding for the three masters")
+		}
+	}
+	require.NotNil(t, slot)
+	assert.Contains(t, slot.Finding, "jobs:{nightly}")
+	require.NotNil(t, pubsub)
+	assert.Equal(t, doctor.Info, pubsub.Severity)
+}
+
+func TestDoctorRedlock(t *testing.T) {
+	var urls []string
+	for range 3 {
+		urls = append(urls, testenv.NewRedis(t, testenv.RedisOptions{Args: []string{"--appendonly", "yes"}}).URL())
+	}
+	r := fl(t, "", "doctor", "--redis", strings.Join(urls, ","))
+	assert.Equal(t, exitOK, r.code)
+	assert.Equal(t, 3, strings.Count(r.stdout, "  persistence  "), "each master is checked")
+}
