@@ -52,7 +52,8 @@
 // so upgrade every client of a lock before its counter can expire. The verifier's conflict
 // rule keeps the data safe in those cases, and [Client.Advance] or
 // heal.Write restores progress. lease/redlock's counters follow the same
-// rule on each node.
+// rule on each node. Package lease/doctor (the command's `fencelock
+// doctor`) checks a deployment for the settings that reach these limits.
 //
 // # Waiting, fairness and liveness
 //
