@@ -22,14 +22,14 @@ func checkCluster(ctx context.Context, c *redis.ClusterClient, cfg *config) ([]F
 	err := c.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error {
 		m, err := protocol.DetectPubSub(ctx, n)
 		if err != nil {
-			return &ServerError{Server: serverName(n), Err: fmt.Errorf("COMMAND INFO SSUBSCRIBE: %w", err)}
+			return &ServerError{Server: serverName(ctx, n), Err: fmt.Errorf("COMMAND INFO SSUBSCRIBE: %w", err)}
 		}
 		mu.Lock()
 		defer mu.Unlock()
 		if m == protocol.PubSubSharded {
-			sharded = append(sharded, serverName(n))
+			sharded = append(sharded, serverName(ctx, n))
 		} else {
-			classic = append(classic, serverName(n))
+			classic = append(classic, serverName(ctx, n))
 		}
 		return nil
 	})

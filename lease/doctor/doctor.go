@@ -73,7 +73,7 @@ type Finding struct {
 	Check    string   `json:"check"`    // one of the Check constants
 	Severity Severity `json:"severity"` // Info, Warn or Danger
 	// Servers are the addresses the finding holds for ("host:port"; the
-	// primary of a Sentinel deployment is "sentinel-primary"); empty for a
+	// primary of a Sentinel deployment as it reports it); empty for a
 	// finding about the deployment as a whole.
 	Servers     []string `json:"servers,omitempty"`
 	Finding     string   `json:"finding"`               // what is the case
@@ -130,7 +130,7 @@ func Check(ctx context.Context, rdb redis.UniversalClient, opts ...Option) ([]Fi
 		mu.Unlock()
 	}
 	perNode := func(ctx context.Context, n *redis.Client) error {
-		addr := serverName(n)
+		addr := serverName(ctx, n)
 		fs, err := checkNode(ctx, n, addr, cfg)
 		add(fs...)
 		if err != nil {
@@ -169,11 +169,15 @@ func Check(ctx context.Context, rdb redis.UniversalClient, opts ...Option) ([]Fi
 	return merge(findings), errors.Join(errs...)
 }
 
-// serverName is n's address; a Sentinel client's is not known before it
-// dials.
-func serverName(n *redis.Client) string {
+// serverName is n's address. A Sentinel client's is not in its options:
+// the server tells the address it was reached at (CLIENT INFO laddr,
+// Redis 6.2 and later), else it is "sentinel-primary".
+func serverName(ctx context.Context, n *redis.Client) string {
 	if a := n.Options().Addr; a != "" && a != "FailoverClient" {
 		return a
+	}
+	if ci, err := n.ClientInfo(ctx).Result(); err == nil && ci.LAddr != "" {
+		return ci.LAddr
 	}
 	return "sentinel-primary"
 }

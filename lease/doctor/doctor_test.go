@@ -183,7 +183,7 @@ func TestSentinel(t *testing.T) {
 	fs := check(t, rdb)
 	f := one(t, fs, doctor.CheckReplication)
 	assert.Equal(t, doctor.Danger, f.Severity)
-	assert.Equal(t, []string{"sentinel-primary"}, f.Servers)
+	assert.Equal(t, []string{primary.Addr()}, f.Servers, "the primary's address, from the server")
 }
 
 func TestCluster(t *testing.T) {
