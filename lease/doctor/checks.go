@@ -97,8 +97,8 @@ func persistenceFindings(s serverState, cfg *config) []Finding {
 	case fsync == "everysec":
 		return []Finding{{Check: CheckPersistence, Severity: Info,
 			Finding: "AOF is on with appendfsync everysec",
-			Consequence: "An OS crash or power loss loses up to about 2s of acknowledged writes (a Redis crash " +
-				"loses nothing): counters may come back behind. " + floor}}
+			Consequence: "An OS crash or power loss loses up to about 2s of acknowledged writes (a crash of Redis " +
+				"alone loses little or nothing: its writes are in the OS): counters may come back behind. " + floor}}
 	}
 	return []Finding{{Check: CheckPersistence, Severity: Info,
 		Finding: fmt.Sprintf("AOF is on with appendfsync %s", fsync)}}
