@@ -129,8 +129,9 @@ func (g *globals) inspect(args []string) int {
 	if b == nil {
 		return code
 	}
-	defer b.close()
-	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	bud := newBudget(g.timeout)
+	defer closeBy(b, bud.hard)
+	ctx, cancel := bud.ctx()
 	defer cancel()
 	v, err := b.inspect(ctx, name)
 	if err != nil && v.Name == "" {
@@ -196,8 +197,9 @@ func (g *globals) advance(args []string) int {
 	if b == nil {
 		return code
 	}
-	defer b.close()
-	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	bud := newBudget(g.timeout)
+	defer closeBy(b, bud.hard)
+	ctx, cancel := bud.ctx()
 	defer cancel()
 	n, err := b.advance(ctx, name, floor)
 	if err != nil {
@@ -219,6 +221,9 @@ func (g *globals) advance(args []string) int {
 
 // backend connects, reporting a failure and its exit status.
 func (g *globals) backend() (backend, int) {
+	if g.timeout <= 0 {
+		return nil, g.usageError("--timeout must be positive, got %v", g.timeout)
+	}
 	b, err := g.connect()
 	var bad *badURLError
 	switch {

@@ -139,7 +139,9 @@ type backend interface {
 	inspect(ctx context.Context, name string) (view, error)
 	// advance lifts the counter to at least floor and returns it.
 	advance(ctx context.Context, name string, floor uint64) (uint64, error)
-	close()
+	// close waits, until ctx ends, for the client's background cleanups
+	// (a waiter that gave up leaving the fair queue), then closes Redis.
+	close(ctx context.Context)
 }
 
 // connect builds the backend from the --redis flags, REDIS_URL or the
@@ -150,12 +152,16 @@ func (g *globals) connect() (backend, error) {
 		if env := strings.TrimSpace(os.Getenv("REDIS_URL")); env != "" {
 			vals = []string{env}
 		} else {
+			fmt.Fprintf(g.stderr, "fencelock: neither --redis nor REDIS_URL is set: using %s\n", defaultRedisURL)
 			vals = []string{defaultRedisURL}
 		}
 	}
 	urls, err := splitURLs(vals)
 	if err != nil {
 		return nil, err
+	}
+	if n := len(urls); n > 1 && (n < 3 || n%2 == 0) {
+		return nil, &badURLError{fmt.Errorf("%d Redis URLs: Redlock needs an odd number, at least 3, of --redis servers (one URL for one Redis deployment)", n)}
 	}
 	if len(urls) == 1 {
 		rdb, err := newRedis(urls[0], false)
@@ -272,17 +278,10 @@ func (s *single) advance(ctx context.Context, name string, floor uint64) (uint64
 	return s.c.Advance(ctx, name, floor)
 }
 
-// close waits, for a bounded time, for the client's background cleanups
-// (a waiter that gave up leaving the fair queue), then closes Redis.
-func (s *single) close() {
-	ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
-	defer cancel()
+func (s *single) close(ctx context.Context) {
 	_ = s.c.Close(ctx)
 	s.rdb.Close()
 }
-
-// closeTimeout bounds the wait for background cleanups before exit.
-const closeTimeout = 2 * time.Second
 
 // quorum is Redlock over independent masters, with quorum fencing.
 type quorum struct {
@@ -347,9 +346,7 @@ func (q *quorum) advance(ctx context.Context, name string, floor uint64) (uint64
 	return q.c.Advance(ctx, name, floor)
 }
 
-func (q *quorum) close() {
-	ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
-	defer cancel()
+func (q *quorum) close(ctx context.Context) {
 	_ = q.c.Close(ctx)
 	for _, r := range q.rdbs {
 		r.Close()
