@@ -73,8 +73,9 @@ func TestDeadlinesFrozenRedis(t *testing.T) {
 func TestDefaultRedisIsSaid(t *testing.T) {
 	t.Parallel()
 	r := fl(t, "", "inspect", "--timeout", "1s", lockName(t))
-	if !strings.Contains(r.stderr, "REDIS_URL") || !strings.Contains(r.stderr, defaultRedisURL) {
-		t.Errorf("no --redis, no REDIS_URL: stderr %q does not say that %s is used", r.stderr, defaultRedisURL)
+	first, _, _ := strings.Cut(r.stderr, "\n")
+	if r.code == exitUsage || !strings.HasPrefix(first, "fencelock: ") || !strings.Contains(first, "REDIS_URL") || !strings.Contains(first, defaultRedisURL) {
+		t.Errorf("no --redis, no REDIS_URL: exit %d, stderr %q; want its first line to say that %s is used", r.code, r.stderr, defaultRedisURL)
 	}
 	if r := fl(t, "", on("inspect", lockName(t))...); strings.Contains(r.stderr, "REDIS_URL") {
 		t.Errorf("with --redis: stderr %q mentions REDIS_URL", r.stderr)

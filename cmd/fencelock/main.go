@@ -46,11 +46,13 @@ Commands:
   run      take lock NAME (with keep-alive) and run CMD with the fencing token in its
            environment: FENCE_TOKEN (SEQ:HOLDER:KEY), FENCE_KEY, FENCE_SEQ, FENCE_HOLDER.
            SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 are forwarded to the
-           command's process group. If the lease is lost, the command gets SIGTERM, then
-           SIGKILL after --grace. The lock is released when the command exits.
+           command's process group. If refreshes fail, the command gets SIGTERM, and
+           SIGKILL after --grace, in time for SIGKILL to land before the lease's deadline
+           (--grace is cut to ttl/2 - 100ms if longer); if the lease is lost at once,
+           SIGTERM, then SIGKILL after --grace. The lock is released when the command exits.
              --ttl D     lease ttl (default 30s); refreshed every ttl/3
-             --wait D    how long to wait for the lock (default 0: try once)
-             --grace D   SIGTERM to SIGKILL delay after a lost lease (default 10s)
+             --wait D    how long to wait for the lock (default 0: try once, within --timeout)
+             --grace D   SIGTERM to SIGKILL delay (default 10s)
   inspect  print the lock's holder, token, remaining ttl, counter (last Seq) and waiters;
            with Redlock, the majority's view and one line per node
              --json      print JSON
@@ -77,9 +79,10 @@ Exit status:
            died of signal N)
   0        inspect, advance, help succeeded
   1        other errors (Redis unreachable, command not found, ...)
-  2        usage error (bad flags or arguments)
+  2        usage error (bad flags or arguments; one line and a hint on stderr)
   3        run: lock held by another holder (not acquired within --wait)
-  4        run: lease lost while the command ran (the command was terminated)
+  4        run: lease lost (or being lost) while the command ran (the command was
+           terminated)
   128+N    run: fencelock got signal N while waiting for the lock
 fencelock's own failures are reported on stderr, prefixed "fencelock: " (a command's
 own status of 1 to 4 looks like fencelock's).
