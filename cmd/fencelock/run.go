@@ -225,6 +225,15 @@ func (g *globals) supervise(cmd *exec.Cmd, l lease.Interface, ttl, grace time.Du
 	)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.SysProcAttr = sysProcAttr()
+	// A lease handed over with a late release message may have little more
+	// than half its ttl left: refresh it first, so that the end game below
+	// cannot begin before the keep-alive's first refresh (at ttl/3).
+	term, shortGrace, margin := endGame(ttl, grace)
+	if time.Until(l.Deadline()) < term+ttl/3+margin {
+		ctx, cancel := context.WithDeadline(context.Background(), l.Deadline())
+		_ = l.Refresh(ctx, ttl) // a failure is the end game's to handle
+		cancel()
+	}
 	if err := l.Err(); err != nil { // lost already (a slow start): do not run
 		g.release(l)
 		return g.fail(exitLost, "run: lease on %q lost before the command started: %v", tok.Key, err)
@@ -263,7 +272,6 @@ func (g *globals) supervise(cmd *exec.Cmd, l lease.Interface, ttl, grace time.Du
 	}
 	// Refreshes that fail bring the deadline near: stop the command so
 	// that SIGKILL lands before the deadline, not grace after it.
-	term, shortGrace, margin := endGame(ttl, grace)
 	warn := time.NewTimer(time.Until(l.Deadline()) - term)
 	defer warn.Stop()
 	warnC := warn.C
