@@ -117,8 +117,9 @@
 // URLs (an odd number, at least 3; two or four are a usage error) are
 // independent masters for Redlock (package lease/redlock) with quorum
 // fencing. Every client has go-redis's ContextTimeoutEnabled set, so the
-// time limits above bound every read and write; Redlock nodes also get
-// MaxRetries -1 and DialerRetries 1 unless the URL sets them.
+// time limits above bound every read and write, and DialerRetries 1, so a
+// Redis that refuses connections is reported as such at once; Redlock
+// nodes also get MaxRetries -1 unless the URL sets max_retries.
 //
 // --prefix sets the prefix of the lock's Redis keys and channel (default
 // "fencelock:"). --timeout sets the time limit of inspect, advance and run

@@ -103,3 +103,19 @@ func TestRunHealthyLeaseLongGrace(t *testing.T) {
 		t.Fatalf("exit %d, want 0: %s", r.code, r.stderr)
 	}
 }
+
+func TestEndGame(t *testing.T) {
+	for _, tc := range []struct {
+		ttl, grace, term, g, margin time.Duration
+	}{
+		{30 * time.Second, 10 * time.Second, 10100 * time.Millisecond, 10 * time.Second, 100 * time.Millisecond}, // defaults: grace kept
+		{3 * time.Second, 10 * time.Second, 1500 * time.Millisecond, 1400 * time.Millisecond, 100 * time.Millisecond},
+		{3 * time.Second, 0, 100 * time.Millisecond, 0, 100 * time.Millisecond},
+		{500 * time.Millisecond, time.Second, 250 * time.Millisecond, 200 * time.Millisecond, 50 * time.Millisecond},
+	} {
+		term, g, margin := endGame(tc.ttl, tc.grace)
+		if term != tc.term || g != tc.g || margin != tc.margin {
+			t.Errorf("endGame(%v, %v) = %v, %v, %v; want %v, %v, %v", tc.ttl, tc.grace, term, g, margin, tc.term, tc.g, tc.margin)
+		}
+	}
+}

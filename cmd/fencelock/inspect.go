@@ -134,6 +134,7 @@ func (g *globals) inspect(args []string) int {
 	ctx, cancel := bud.ctx()
 	defer cancel()
 	v, err := b.inspect(ctx, name)
+	err = g.timedOut(err)
 	if err != nil && v.Name == "" {
 		return g.fail(exitFailure, "inspect %q: %v", name, err)
 	}
@@ -202,7 +203,7 @@ func (g *globals) advance(args []string) int {
 	ctx, cancel := bud.ctx()
 	defer cancel()
 	n, err := b.advance(ctx, name, floor)
-	if err != nil {
+	if err = g.timedOut(err); err != nil {
 		if errors.Is(err, lease.ErrInvalid) {
 			return g.usageError("advance %q: %v", name, err)
 		}
@@ -233,4 +234,13 @@ func (g *globals) backend() (backend, int) {
 		return nil, g.fail(exitFailure, "%v", err)
 	}
 	return b, exitOK
+}
+
+// timedOut says in err that Redis did not answer within --timeout, when
+// that is why err came.
+func (g *globals) timedOut(err error) error {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("%w (no answer within --timeout %v)", err, g.timeout)
+	}
+	return err
 }

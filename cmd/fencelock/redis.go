@@ -85,9 +85,7 @@ func newRedis(raw string, node bool) (redis.UniversalClient, error) {
 			return nil, bad(err)
 		}
 		o.ContextTimeoutEnabled = true
-		if node {
-			o.MaxRetries, o.DialerRetries = nodeRetries(o.MaxRetries, o.DialerRetries)
-		}
+		o.MaxRetries, o.DialerRetries = retries(node, o.MaxRetries, o.DialerRetries)
 		return redis.NewClient(o), nil
 	case "redis+cluster", "rediss+cluster":
 		o, err := redis.ParseClusterURL(multiHost(strings.TrimSuffix(scheme, "+cluster"), rest))
@@ -95,9 +93,7 @@ func newRedis(raw string, node bool) (redis.UniversalClient, error) {
 			return nil, bad(err)
 		}
 		o.ContextTimeoutEnabled = true
-		if node {
-			o.MaxRetries, o.DialerRetries = nodeRetries(o.MaxRetries, o.DialerRetries)
-		}
+		o.MaxRetries, o.DialerRetries = retries(node, o.MaxRetries, o.DialerRetries)
 		return redis.NewClusterClient(o), nil
 	case "redis+sentinel", "rediss+sentinel":
 		o, err := redis.ParseFailoverURL(multiHost(strings.TrimSuffix(scheme, "+sentinel"), rest))
@@ -108,18 +104,20 @@ func newRedis(raw string, node bool) (redis.UniversalClient, error) {
 			return nil, bad(errors.New("a sentinel URL needs ?master_name=NAME"))
 		}
 		o.ContextTimeoutEnabled = true
-		if node {
-			o.MaxRetries, o.DialerRetries = nodeRetries(o.MaxRetries, o.DialerRetries)
-		}
+		o.MaxRetries, o.DialerRetries = retries(node, o.MaxRetries, o.DialerRetries)
 		return redis.NewFailoverClient(o), nil
 	}
 	return nil, bad(fmt.Errorf("unknown scheme %q (want redis, rediss, unix, redis+cluster, rediss+cluster, redis+sentinel or rediss+sentinel)", scheme))
 }
 
-// nodeRetries are a Redlock node's retry settings: the node timeout must
-// bound each call, so no retries unless the URL asked for them.
-func nodeRetries(maxRetries, dialerRetries int) (int, int) {
-	if maxRetries == 0 {
+// retries are a client's retry settings, unless the URL set them. Dialing
+// is not retried (go-redis tries 5 times by default, 100ms apart, for
+// each of a command's tries): a Redis that refuses connections is
+// reported as such at once, rather than as a timeout that hides why. A
+// Redlock node also does not retry commands: the node timeout must bound
+// each call.
+func retries(node bool, maxRetries, dialerRetries int) (int, int) {
+	if maxRetries == 0 && node {
 		maxRetries = -1
 	}
 	if dialerRetries == 0 {

@@ -181,6 +181,9 @@ func (g *globals) notAcquired(b backend, bud budget, name string, wait time.Dura
 		ctx, cancel := context.WithDeadline(context.Background(), earliest(bud.hard, latest(bud.end, time.Now()).Add(probeTimeout)))
 		defer cancel()
 		if _, perr := b.inspect(ctx, name); perr != nil {
+			if errors.Is(perr, context.DeadlineExceeded) {
+				perr = fmt.Errorf("no answer in time: %w", perr)
+			}
 			return g.fail(exitFailure, "run: %v; Redis: %v", err, perr)
 		}
 	}

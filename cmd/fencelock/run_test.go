@@ -340,8 +340,8 @@ func TestRunOtherErrors(t *testing.T) {
 	if r := fl(t, "", "--redis", closed, "run", name, "--", "true"); r.code != exitFailure {
 		t.Errorf("Redis unreachable: exit %d, want %d", r.code, exitFailure)
 	}
-	if r := fl(t, "", "--redis", closed, "run", "--wait", "1s", name, "--", "true"); r.code != exitFailure {
-		t.Errorf("Redis unreachable, --wait 1s: exit %d, want %d", r.code, exitFailure)
+	if r := fl(t, "", "--redis", closed, "run", "--wait", "1s", name, "--", "true"); r.code != exitFailure || !strings.Contains(r.stderr, "connection refused") {
+		t.Errorf("Redis unreachable, --wait 1s: exit %d, stderr %q; want %d and the cause", r.code, r.stderr, exitFailure)
 	}
 	if r := fl(t, "", "--redis", closed, "inspect", name); r.code != exitFailure {
 		t.Errorf("inspect, Redis unreachable: exit %d, want %d", r.code, exitFailure)
