@@ -7,14 +7,21 @@
 //
 // Usage:
 //
-//	fencelock [--redis URL]... [--prefix P] run [--ttl D] [--wait D] [--grace D] NAME -- CMD [ARG...]
-//	fencelock [--redis URL]... [--prefix P] inspect [--json] NAME
-//	fencelock [--redis URL]... [--prefix P] advance [--json] NAME SEQ
+//	fencelock [--redis URL]... [--prefix P] [--timeout D] run [--ttl D] [--wait D] [--grace D] NAME -- CMD [ARG...]
+//	fencelock [--redis URL]... [--prefix P] [--timeout D] inspect [--json] NAME
+//	fencelock [--redis URL]... [--prefix P] [--timeout D] advance [--json] NAME SEQ
 //	fencelock [--redis URL]... [--prefix P] doctor [--json] [--ttl D] [--drift F] [--replica-ack N]
 //	                                        [--clock-floor] [--name NAME] [--pings N] [--replicas=false]
-//	fencelock help
+//	fencelock help [COMMAND]
 //
 // The global flags may also be given after the command name (before NAME).
+// help, -h and --help print the usage to stdout. A usage error prints one
+// line saying what is wrong and a hint, such as
+//
+//	fencelock: run: missing -- between NAME and the command
+//	Run 'fencelock help run' (or -h) for usage.
+//
+// to stderr, and exits with status 2.
 //
 // # run
 //
@@ -28,8 +35,9 @@
 //
 // Pass FENCE_TOKEN with every write to the protected storage and have the
 // storage check it (package verifier): a lock alone cannot stop a paused
-// holder. With --wait 0 (the default) run tries once; with --wait D it waits
-// up to D for the lock, woken when the holder releases it.
+// holder. With --wait 0 (the default) run tries once, within --timeout;
+// with --wait D it waits up to D for the lock, woken when the holder
+// releases it (see "Time limits").
 //
 // Stdin, stdout and stderr are the command's. The command runs in a process
 // group of its own; SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2
@@ -40,12 +48,26 @@
 // itself dies. A terminating signal that arrives while run waits for the
 // lock ends the wait, and run exits with 128+signal.
 //
-// When the lease is lost while the command runs (a refresh found the lock
-// gone, or the lease's local deadline passed, for example because fencelock
-// was paused), run sends SIGTERM to the command's process group, SIGKILL
-// after --grace (default 10s), and exits with status 4. When the command
-// exits, run releases the lock; a release that finds the lock already gone
-// also means the lease was lost while the command ran (status 4).
+// The command must not run past the lease: once the lease's local deadline
+// passes, the lock may pass to another holder. So when the keep-alive's
+// refreshes fail (Redis unreachable or frozen) and the deadline draws near,
+// run stops the command before it: SIGTERM to the command's process group
+// when --grace plus a margin (100ms, at most ttl/10) is left before the
+// deadline, and SIGKILL at the margin before the deadline. A healthy
+// keep-alive keeps more than half the ttl ahead (only a failed refresh, or
+// one slower than a sixth of the ttl, lets the deadline come closer), so
+// --grace is shortened to ttl/2 minus the margin when it is longer (with
+// the default --ttl 30s and --grace 10s it is not): with --ttl 3s, SIGTERM
+// comes 1.5s and SIGKILL 0.1s before the deadline. run then exits with status 4, and says
+// on stderr that the lease is being lost and when --grace was shortened.
+//
+// When the lease is lost at once while the command runs (a refresh found
+// the lock gone, or the deadline passed while fencelock itself was paused),
+// run sends SIGTERM to the command's process group, SIGKILL after --grace
+// (default 10s), and exits with status 4; the lock may already have
+// another holder then. When the command exits, run releases the lock; a
+// release that finds the lock already gone also means the lease was lost
+// while the command ran (status 4).
 //
 // # inspect
 //
@@ -85,10 +107,23 @@
 // failover or memory pressure can free a lock while its holder trusts its
 // lease, or make tokens go back.
 //
+// # Time limits
+//
+// A slow, frozen or unreachable Redis does not keep fencelock much past the
+// time it was given: run --wait D returns within about D + 0.4s, and
+// inspect, advance and run without --wait within --timeout (default 5s) +
+// 0.4s. The 0.4s covers a quick check, after a wait that ended without the
+// lock, that tells a held lock (status 3) from a Redis that does not answer
+// (status 1), and the cleanups before exit (a waiter leaving the fair
+// queue), which are cut short when that time is up (the lock and ticket
+// keys then expire on their own). After the command ran, releasing the
+// lock takes at most 5s more.
+//
 // # Redis
 //
 // --redis URL (repeatable, or several URLs separated by commas) or else the
-// REDIS_URL environment variable; the default is redis://127.0.0.1:6379/0.
+// REDIS_URL environment variable; the default is redis://127.0.0.1:6379/0,
+// and a command that uses it says so on stderr.
 // One URL is one Redis deployment:
 //
 //	redis://[USER:PASS@]HOST[:PORT][/DB][?OPTIONS]     standalone (rediss:// for TLS)
@@ -102,13 +137,16 @@
 //
 // OPTIONS are go-redis's query parameters (dial_timeout=2s, ...): see
 // redis.ParseURL, redis.ParseClusterURL and redis.ParseFailoverURL. Several
-// URLs (an odd number, at least 3) are independent masters for Redlock
-// (package lease/redlock) with quorum fencing. Every client has go-redis's
-// ContextTimeoutEnabled set; Redlock nodes also get MaxRetries -1 and
-// DialerRetries 1 unless the URL sets them.
+// URLs (an odd number, at least 3; two or four are a usage error) are
+// independent masters for Redlock (package lease/redlock) with quorum
+// fencing. Every client has go-redis's ContextTimeoutEnabled set, so the
+// time limits above bound every read and write, and DialerRetries 1, so a
+// Redis that refuses connections is reported as such at once; Redlock
+// nodes also get MaxRetries -1 unless the URL sets max_retries.
 //
 // --prefix sets the prefix of the lock's Redis keys and channel (default
-// "fencelock:").
+// "fencelock:"). --timeout sets the time limit of inspect, advance and run
+// without --wait (default 5s).
 //
 // # Exit status
 //
@@ -116,12 +154,13 @@
 //	        (128+N when the command died of signal N)
 //	0       inspect, advance, help: success; doctor: no danger finding
 //	1       other errors: Redis unreachable, command not found, ...
-//	2       usage error: bad flags or arguments (usage is printed to stderr)
+//	2       usage error: bad flags or arguments (one line and a hint on stderr)
 //	3       run: the lock is held by another holder (it was not free within --wait)
-//	4       run: the lease was lost while the command ran; the command's
-//	        process group was sent SIGTERM (and SIGKILL after --grace) if
-//	        it was still running (lost before the command started: it did
-//	        not run)
+//	4       run: the lease was lost, or was being lost (its refreshes
+//	        failed near its deadline), while the command ran; the command's
+//	        process group was sent SIGTERM and SIGKILL as described under
+//	        run, if it was still running (lost before the command started:
+//	        it did not run)
 //	4       doctor: a danger finding (a lock can vanish or tokens go back);
 //	        1 when a server could not be checked and nothing was danger
 //	128+N   run: fencelock got signal N while it waited for the lock

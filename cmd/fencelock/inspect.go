@@ -129,10 +129,12 @@ func (g *globals) inspect(args []string) int {
 	if b == nil {
 		return code
 	}
-	defer b.close()
-	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	bud := newBudget(g.timeout)
+	defer closeBy(b, bud.hard)
+	ctx, cancel := bud.ctx()
 	defer cancel()
 	v, err := b.inspect(ctx, name)
+	err = g.timedOut(err)
 	if err != nil && v.Name == "" {
 		return g.fail(exitFailure, "inspect %q: %v", name, err)
 	}
@@ -196,11 +198,12 @@ func (g *globals) advance(args []string) int {
 	if b == nil {
 		return code
 	}
-	defer b.close()
-	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	bud := newBudget(g.timeout)
+	defer closeBy(b, bud.hard)
+	ctx, cancel := bud.ctx()
 	defer cancel()
 	n, err := b.advance(ctx, name, floor)
-	if err != nil {
+	if err = g.timedOut(err); err != nil {
 		if errors.Is(err, lease.ErrInvalid) {
 			return g.usageError("advance %q: %v", name, err)
 		}
@@ -219,6 +222,9 @@ func (g *globals) advance(args []string) int {
 
 // backend connects, reporting a failure and its exit status.
 func (g *globals) backend() (backend, int) {
+	if g.timeout <= 0 {
+		return nil, g.usageError("--timeout must be positive, got %v", g.timeout)
+	}
 	b, err := g.connect()
 	var bad *badURLError
 	switch {
@@ -228,4 +234,13 @@ func (g *globals) backend() (backend, int) {
 		return nil, g.fail(exitFailure, "%v", err)
 	}
 	return b, exitOK
+}
+
+// timedOut says in err that Redis did not answer within --timeout, when
+// that is why err came.
+func (g *globals) timedOut(err error) error {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("%w (no answer within --timeout %v)", err, g.timeout)
+	}
+	return err
 }

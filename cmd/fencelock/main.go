@@ -27,8 +27,13 @@ const (
 const (
 	defaultRedisURL = "redis://127.0.0.1:6379/0"
 	defaultPrefix   = "fencelock:"
-	// opTimeout bounds each Redis call that is not a wait for the lock.
-	opTimeout = 10 * time.Second
+	// defaultTimeout is --timeout's default: how long inspect, advance and
+	// run without --wait may take.
+	defaultTimeout = 5 * time.Second
+	// finishSlack is how long a command may take past its --wait or
+	// --timeout to tell a held lock from an unreachable Redis and to finish
+	// its cleanups before it exits.
+	finishSlack = 400 * time.Millisecond
 )
 
 const usageText = `usage:
@@ -36,23 +41,25 @@ const usageText = `usage:
   fencelock [global flags] inspect [--json] NAME
   fencelock [global flags] advance [--json] NAME SEQ
   fencelock [global flags] doctor [--json] [FLAGS]  check Redis for what loses locks (doctor --help)
-  fencelock help
+  fencelock help [COMMAND]
 
 Commands:
   run      take lock NAME (with keep-alive) and run CMD with the fencing token in its
            environment: FENCE_TOKEN (SEQ:HOLDER:KEY), FENCE_KEY, FENCE_SEQ, FENCE_HOLDER.
            SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 are forwarded to the
-           command's process group. If the lease is lost, the command gets SIGTERM, then
-           SIGKILL after --grace. The lock is released when the command exits.
+           command's process group. If refreshes fail, the command gets SIGTERM, and
+           SIGKILL after --grace, in time for SIGKILL to land before the lease's deadline
+           (--grace is cut to ttl/2 - 100ms if longer); if the lease is lost at once,
+           SIGTERM, then SIGKILL after --grace. The lock is released when the command exits.
              --ttl D     lease ttl (default 30s); refreshed every ttl/3
-             --wait D    how long to wait for the lock (default 0: try once)
-             --grace D   SIGTERM to SIGKILL delay after a lost lease (default 10s)
+             --wait D    how long to wait for the lock (default 0: try once, within --timeout)
+             --grace D   SIGTERM to SIGKILL delay (default 10s)
   inspect  print the lock's holder, token, remaining ttl, counter (last Seq) and waiters;
            with Redlock, the majority's view and one line per node
              --json      print JSON
   advance  lift the lock's counter to at least SEQ and print the counter afterwards
              --json      print JSON
-  help     print this help
+  help     print this help (help COMMAND, or COMMAND -h, prints it too)
 
 Global flags (before or after the command name):
   --redis URL    Redis to use; repeatable or comma-separated (default: $REDIS_URL,
@@ -65,15 +72,18 @@ Global flags (before or after the command name):
                  Several URLs (odd, at least 3): Redlock over independent masters, with
                  quorum fencing. OPT: go-redis URL options (dial_timeout=2s, ...).
   --prefix P     prefix of the Redis keys and channel (default "` + defaultPrefix + `")
+  --timeout D    how long inspect, advance, and run without --wait may take against a
+                 slow or unreachable Redis (default 5s)
 
 Exit status:
   run      the command's exit status when it ran and the lease held (128+N if it
            died of signal N)
   0        inspect, advance, help succeeded
   1        other errors (Redis unreachable, command not found, ...)
-  2        usage error (bad flags or arguments)
+  2        usage error (bad flags or arguments; one line and a hint on stderr)
   3        run: lock held by another holder (not acquired within --wait)
-  4        run: lease lost while the command ran (the command was terminated)
+  4        run: lease lost (or being lost) while the command ran (the command was
+           terminated)
   128+N    run: fencelock got signal N while waiting for the lock
 fencelock's own failures are reported on stderr, prefixed "fencelock: " (a command's
 own status of 1 to 4 looks like fencelock's).
@@ -92,10 +102,12 @@ func (quietLogger) Printf(context.Context, string, ...any) {}
 
 // globals are the flags every command takes.
 type globals struct {
-	redis  urlList
-	prefix string
-	stdout io.Writer
-	stderr io.Writer
+	redis   urlList
+	prefix  string
+	timeout time.Duration
+	cmd     string // the command being run, for the usage hint
+	stdout  io.Writer
+	stderr  io.Writer
 }
 
 // urlList is the repeatable --redis flag.
@@ -117,13 +129,19 @@ func (g *globals) flagSet(name string) *flag.FlagSet {
 	fs.SetOutput(io.Discard)
 	fs.Var(&g.redis, "redis", "Redis URL")
 	fs.StringVar(&g.prefix, "prefix", g.prefix, "key prefix")
+	fs.DurationVar(&g.timeout, "timeout", g.timeout, "operation timeout")
 	return fs
 }
 
-// usageError reports a usage error: the message and the usage, to stderr.
+// usageError reports a usage error: one line, and a hint where the usage
+// is, to stderr.
 func (g *globals) usageError(format string, args ...any) int {
-	fmt.Fprintf(g.stderr, "fencelock: "+format+"\n\n", args...)
-	fmt.Fprint(g.stderr, usageText)
+	fmt.Fprintf(g.stderr, "fencelock: "+format+"\n", args...)
+	help := "fencelock help"
+	if g.cmd != "" {
+		help += " " + g.cmd
+	}
+	fmt.Fprintf(g.stderr, "Run '%s' (or -h) for usage.\n", help)
 	return exitUsage
 }
 
@@ -140,7 +158,7 @@ func (g *globals) help() int {
 
 // fencelock runs the command line args and returns the exit status.
 func fencelock(args []string, stdout, stderr io.Writer) int {
-	g := &globals{prefix: defaultPrefix, stdout: stdout, stderr: stderr}
+	g := &globals{prefix: defaultPrefix, timeout: defaultTimeout, stdout: stdout, stderr: stderr}
 	fs := g.flagSet("fencelock")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -154,7 +172,14 @@ func fencelock(args []string, stdout, stderr io.Writer) int {
 	}
 	switch rest[0] {
 	case "help":
+		if len(rest) > 2 {
+			return g.usageError("help: want at most one COMMAND, got %d", len(rest)-1)
+		}
 		return g.help()
+	case "run", "inspect", "advance":
+		g.cmd = rest[0]
+	}
+	switch rest[0] {
 	case "run":
 		return g.run(rest[1:])
 	case "inspect":
@@ -187,4 +212,48 @@ func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
 		args = rest[1:]
 	}
 	return pos, nil
+}
+
+// budget is a command's time against Redis: its operation (the wait for
+// the lock, or an inspect or advance) ends by end, --wait or --timeout
+// after it began, and the rest (telling a held lock from an unreachable
+// Redis, cleanups before exit) by hard, finishSlack later. So a frozen or
+// unreachable Redis cannot keep a command much past the time it was given.
+type budget struct{ end, hard time.Time }
+
+func newBudget(d time.Duration) budget {
+	now := time.Now()
+	return budget{end: now.Add(d), hard: now.Add(d + finishSlack)}
+}
+
+// ctx returns a context that ends at end.
+func (b budget) ctx() (context.Context, context.CancelFunc) {
+	return context.WithDeadline(context.Background(), b.end)
+}
+
+// closeTimeout bounds the wait for background cleanups before exit.
+const closeTimeout = 2 * time.Second
+
+// closeBy closes b, waiting for its background cleanups until at, or
+// closeTimeout, whichever comes first.
+func closeBy(b backend, at time.Time) {
+	ctx, cancel := context.WithDeadline(context.Background(), earliest(at, time.Now().Add(closeTimeout)))
+	defer cancel()
+	b.close(ctx)
+}
+
+// earliest returns the earlier of a and b.
+func earliest(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+// latest returns the later of a and b.
+func latest(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }

@@ -85,9 +85,7 @@ func newRedis(raw string, node bool) (redis.UniversalClient, error) {
 			return nil, bad(err)
 		}
 		o.ContextTimeoutEnabled = true
-		if node {
-			o.MaxRetries, o.DialerRetries = nodeRetries(o.MaxRetries, o.DialerRetries)
-		}
+		o.MaxRetries, o.DialerRetries = retries(node, o.MaxRetries, o.DialerRetries)
 		return redis.NewClient(o), nil
 	case "redis+cluster", "rediss+cluster":
 		o, err := redis.ParseClusterURL(multiHost(strings.TrimSuffix(scheme, "+cluster"), rest))
@@ -95,9 +93,7 @@ func newRedis(raw string, node bool) (redis.UniversalClient, error) {
 			return nil, bad(err)
 		}
 		o.ContextTimeoutEnabled = true
-		if node {
-			o.MaxRetries, o.DialerRetries = nodeRetries(o.MaxRetries, o.DialerRetries)
-		}
+		o.MaxRetries, o.DialerRetries = retries(node, o.MaxRetries, o.DialerRetries)
 		return redis.NewClusterClient(o), nil
 	case "redis+sentinel", "rediss+sentinel":
 		o, err := redis.ParseFailoverURL(multiHost(strings.TrimSuffix(scheme, "+sentinel"), rest))
@@ -108,18 +104,20 @@ func newRedis(raw string, node bool) (redis.UniversalClient, error) {
 			return nil, bad(errors.New("a sentinel URL needs ?master_name=NAME"))
 		}
 		o.ContextTimeoutEnabled = true
-		if node {
-			o.MaxRetries, o.DialerRetries = nodeRetries(o.MaxRetries, o.DialerRetries)
-		}
+		o.MaxRetries, o.DialerRetries = retries(node, o.MaxRetries, o.DialerRetries)
 		return redis.NewFailoverClient(o), nil
 	}
 	return nil, bad(fmt.Errorf("unknown scheme %q (want redis, rediss, unix, redis+cluster, rediss+cluster, redis+sentinel or rediss+sentinel)", scheme))
 }
 
-// nodeRetries are a Redlock node's retry settings: the node timeout must
-// bound each call, so no retries unless the URL asked for them.
-func nodeRetries(maxRetries, dialerRetries int) (int, int) {
-	if maxRetries == 0 {
+// retries are a client's retry settings, unless the URL set them. Dialing
+// is not retried (go-redis tries 5 times by default, 100ms apart, for
+// each of a command's tries): a Redis that refuses connections is
+// reported as such at once, rather than as a timeout that hides why. A
+// Redlock node also does not retry commands: the node timeout must bound
+// each call.
+func retries(node bool, maxRetries, dialerRetries int) (int, int) {
+	if maxRetries == 0 && node {
 		maxRetries = -1
 	}
 	if dialerRetries == 0 {
@@ -139,7 +137,9 @@ type backend interface {
 	inspect(ctx context.Context, name string) (view, error)
 	// advance lifts the counter to at least floor and returns it.
 	advance(ctx context.Context, name string, floor uint64) (uint64, error)
-	close()
+	// close waits, until ctx ends, for the client's background cleanups
+	// (a waiter that gave up leaving the fair queue), then closes Redis.
+	close(ctx context.Context)
 }
 
 // connect builds the backend from the --redis flags, REDIS_URL or the
@@ -150,12 +150,16 @@ func (g *globals) connect() (backend, error) {
 		if env := strings.TrimSpace(os.Getenv("REDIS_URL")); env != "" {
 			vals = []string{env}
 		} else {
+			fmt.Fprintf(g.stderr, "fencelock: neither --redis nor REDIS_URL is set: using %s\n", defaultRedisURL)
 			vals = []string{defaultRedisURL}
 		}
 	}
 	urls, err := splitURLs(vals)
 	if err != nil {
 		return nil, err
+	}
+	if n := len(urls); n > 1 && (n < 3 || n%2 == 0) {
+		return nil, &badURLError{fmt.Errorf("%d Redis URLs: Redlock needs an odd number, at least 3, of --redis servers (one URL for one Redis deployment)", n)}
 	}
 	if len(urls) == 1 {
 		rdb, err := newRedis(urls[0], false)
@@ -272,17 +276,10 @@ func (s *single) advance(ctx context.Context, name string, floor uint64) (uint64
 	return s.c.Advance(ctx, name, floor)
 }
 
-// close waits, for a bounded time, for the client's background cleanups
-// (a waiter that gave up leaving the fair queue), then closes Redis.
-func (s *single) close() {
-	ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
-	defer cancel()
+func (s *single) close(ctx context.Context) {
 	_ = s.c.Close(ctx)
 	s.rdb.Close()
 }
-
-// closeTimeout bounds the wait for background cleanups before exit.
-const closeTimeout = 2 * time.Second
 
 // quorum is Redlock over independent masters, with quorum fencing.
 type quorum struct {
@@ -347,9 +344,7 @@ func (q *quorum) advance(ctx context.Context, name string, floor uint64) (uint64
 	return q.c.Advance(ctx, name, floor)
 }
 
-func (q *quorum) close() {
-	ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
-	defer cancel()
+func (q *quorum) close(ctx context.Context) {
 	_ = q.c.Close(ctx)
 	for _, r := range q.rdbs {
 		r.Close()

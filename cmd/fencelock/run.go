@@ -40,8 +40,9 @@ const (
 	// releaseTimeout bounds the release after the command exits.
 	releaseTimeout = 5 * time.Second
 	// probeTimeout bounds the check that tells "held by another" from
-	// "Redis unreachable" after an acquire that ended without the lock.
-	probeTimeout = 5 * time.Second
+	// "Redis unreachable" after an acquire that ended without the lock,
+	// counted from the end of the wait; the command's budget bounds it too.
+	probeTimeout = 250 * time.Millisecond
 	// groupPoll is how often run looks for the command's process group to
 	// be gone after a lost lease.
 	groupPoll = 20 * time.Millisecond
@@ -64,10 +65,12 @@ func (g *globals) run(args []string) int {
 		return g.help()
 	case err != nil:
 		return g.usageError("run: %v", err)
-	case len(pos) != 1:
-		return g.usageError("run: want one lock NAME before --, got %d arguments", len(pos))
+	case !dashes && len(pos) == 0:
+		return g.usageError("run: want NAME -- CMD [ARG...]")
 	case !dashes:
 		return g.usageError("run: missing -- between NAME and the command")
+	case len(pos) != 1:
+		return g.usageError("run: want one lock NAME before --, got %d arguments", len(pos))
 	case len(command) == 0:
 		return g.usageError("run: missing command after --")
 	case *ttl <= 0:
@@ -94,23 +97,25 @@ func (g *globals) run(args []string) int {
 	if b == nil {
 		return code
 	}
-	defer b.close()
-
-	l, code := g.take(b, name, *ttl, *wait, sigs)
+	timeout := g.timeout
+	if *wait > 0 {
+		timeout = *wait
+	}
+	bud := newBudget(timeout)
+	l, code := g.take(b, bud, name, *ttl, *wait, sigs)
 	if l == nil {
+		closeBy(b, bud.hard)
 		return code
 	}
-	return g.supervise(cmd, l, *grace, sigs)
+	code = g.supervise(cmd, l, *ttl, *grace, sigs)
+	closeBy(b, time.Now().Add(closeTimeout))
+	return code
 }
 
-// take acquires the lock, waiting up to wait; a terminating signal ends the
-// wait. It returns the lease, or nil and the exit status.
-func (g *globals) take(b backend, name string, ttl, wait time.Duration, sigs <-chan os.Signal) (lease.Interface, int) {
-	timeout := opTimeout
-	if wait > 0 {
-		timeout = wait
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+// take acquires the lock, waiting up to wait (until bud.end); a terminating
+// signal ends the wait. It returns the lease, or nil and the exit status.
+func (g *globals) take(b backend, bud budget, name string, ttl, wait time.Duration, sigs <-chan os.Signal) (lease.Interface, int) {
+	ctx, cancel := bud.ctx()
 	defer cancel()
 	type result struct {
 		l   lease.Interface
@@ -138,7 +143,7 @@ func (g *globals) take(b backend, name string, ttl, wait time.Duration, sigs <-c
 		}
 	}
 	if r.err != nil {
-		return nil, g.notAcquired(b, name, wait, r.err)
+		return nil, g.notAcquired(b, bud, name, wait, r.err)
 	}
 	// A terminating signal that came just before the lock did: do not
 	// start the command.
@@ -159,7 +164,7 @@ func (g *globals) take(b backend, name string, ttl, wait time.Duration, sigs <-c
 
 // notAcquired reports a failed acquire and returns its exit status: 3 when
 // another holder has the lock, 2 for bad input, 1 when Redis failed.
-func (g *globals) notAcquired(b backend, name string, wait time.Duration, err error) int {
+func (g *globals) notAcquired(b backend, bud budget, name string, wait time.Duration, err error) int {
 	switch {
 	case errors.Is(err, lease.ErrInvalid):
 		return g.usageError("run: %v", err)
@@ -170,10 +175,15 @@ func (g *globals) notAcquired(b backend, name string, wait time.Duration, err er
 	if !errors.As(err, &held) {
 		// The acquire's context ended, or Redlock got no majority: the
 		// lock may be held, or Redis may be unreachable (go-redis can hide
-		// a dial error behind the deadline). Ask.
-		ctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
+		// a dial error behind the deadline). Ask, briefly: a Redis that
+		// answers does so in milliseconds, and a frozen one must not keep
+		// run past its budget.
+		ctx, cancel := context.WithDeadline(context.Background(), earliest(bud.hard, latest(bud.end, time.Now()).Add(probeTimeout)))
 		defer cancel()
 		if _, perr := b.inspect(ctx, name); perr != nil {
+			if errors.Is(perr, context.DeadlineExceeded) {
+				perr = fmt.Errorf("no answer in time: %w", perr)
+			}
 			return g.fail(exitFailure, "run: %v; Redis: %v", err, perr)
 		}
 	}
@@ -190,8 +200,25 @@ func (g *globals) release(l lease.Interface) error {
 	return l.Release(ctx)
 }
 
-// supervise runs cmd under lease l and returns run's exit status.
-func (g *globals) supervise(cmd *exec.Cmd, l lease.Interface, grace time.Duration, sigs <-chan os.Signal) int {
+// killMargin is how long before the lease's local deadline SIGKILL is sent
+// to the command when the lease is being lost (at most a tenth of the ttl):
+// time for the kernel to end the process group.
+const killMargin = 100 * time.Millisecond
+
+// endGame is when run stops the command of a lease whose refreshes fail:
+// SIGTERM when no more than term is left before the lease's local
+// deadline, and SIGKILL grace later, margin before the deadline. grace is
+// --grace, shortened to ttl/2 − margin: a healthy keep-alive (every ttl/3)
+// keeps more than half the ttl ahead, so only a lease whose refresh failed
+// (or took more than a sixth of the ttl) gets that close to its deadline.
+func endGame(ttl, grace time.Duration) (term, g, margin time.Duration) {
+	margin = min(killMargin, ttl/10)
+	g = max(min(grace, ttl/2-margin), 0)
+	return g + margin, g, margin
+}
+
+// supervise runs cmd under lease l (of ttl) and returns run's exit status.
+func (g *globals) supervise(cmd *exec.Cmd, l lease.Interface, ttl, grace time.Duration, sigs <-chan os.Signal) int {
 	tok := l.Token()
 	cmd.Env = append(os.Environ(),
 		"FENCE_TOKEN="+tok.String(),
@@ -201,6 +228,15 @@ func (g *globals) supervise(cmd *exec.Cmd, l lease.Interface, grace time.Duratio
 	)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.SysProcAttr = sysProcAttr()
+	// A lease handed over with a late release message may have little more
+	// than half its ttl left: refresh it first, so that the end game below
+	// cannot begin before the keep-alive's first refresh (at ttl/3).
+	term, shortGrace, margin := endGame(ttl, grace)
+	if time.Until(l.Deadline()) < term+ttl/3+margin {
+		ctx, cancel := context.WithDeadline(context.Background(), l.Deadline())
+		_ = l.Refresh(ctx, ttl) // a failure is the end game's to handle
+		cancel()
+	}
 	if err := l.Err(); err != nil { // lost already (a slow start): do not run
 		g.release(l)
 		return g.fail(exitLost, "run: lease on %q lost before the command started: %v", tok.Key, err)
@@ -221,17 +257,27 @@ func (g *globals) supervise(cmd *exec.Cmd, l lease.Interface, grace time.Duratio
 		done    = l.Done()
 		reaped  bool
 	)
-	terminate := func(err error) {
-		lost = err
+	// stop sends SIGTERM to the command's process group and arranges
+	// SIGKILL at killAt.
+	stop := func(why string, at time.Time) {
 		what := "sending SIGTERM to the command"
 		if reaped {
 			what = "the command has exited; SIGTERM to what is left of its process group"
 		}
-		fmt.Fprintf(g.stderr, "fencelock: lease on %q lost while the command ran (%v): %s, SIGKILL after %v\n", tok.Key, err, what, grace)
+		fmt.Fprintf(g.stderr, "fencelock: lease on %q %s: %s, SIGKILL in %v\n", tok.Key, why, what, time.Until(at).Round(time.Millisecond))
 		signalGroup(pid, syscall.SIGTERM, reaped)
-		killAt = time.Now().Add(grace)
-		kill = time.After(grace)
+		killAt = at
+		kill = time.After(time.Until(at))
 	}
+	terminate := func(err error) {
+		lost = err
+		stop(fmt.Sprintf("lost while the command ran (%v)", err), time.Now().Add(grace))
+	}
+	// Refreshes that fail bring the deadline near: stop the command so
+	// that SIGKILL lands before the deadline, not grace after it.
+	warn := time.NewTimer(time.Until(l.Deadline()) - term)
+	defer warn.Stop()
+	warnC := warn.C
 wait:
 	for {
 		select {
@@ -242,7 +288,26 @@ wait:
 			signalGroup(pid, s.(syscall.Signal), reaped)
 		case <-done:
 			done = nil
-			terminate(l.Err())
+			if lost == nil {
+				terminate(l.Err())
+			}
+		case <-warnC:
+			deadline := l.Deadline()
+			if d := time.Until(deadline) - term; d > 0 { // a refresh moved the deadline
+				warn.Reset(d)
+				continue
+			}
+			warnC = nil
+			if lost != nil || l.Err() != nil || !time.Now().Before(deadline) {
+				continue // lost already: done has it
+			}
+			lost = fmt.Errorf("%w: %q: no refresh succeeded, and the local deadline is %v away",
+				lease.ErrLost, tok.Key, time.Until(deadline).Round(time.Millisecond))
+			why := "is being lost (its refreshes fail)"
+			if shortGrace < grace {
+				why += fmt.Sprintf("; --grace %v shortened to %v to end the command before the lease's deadline", grace, shortGrace)
+			}
+			stop(why, deadline.Add(-margin))
 		case <-kill:
 			kill = nil
 			signalGroup(pid, syscall.SIGKILL, reaped)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -295,16 +296,33 @@ func TestUsageErrors(t *testing.T) {
 		{"--redis", "127.0.0.1:6379", "inspect", "x"},
 		{"--redis", "redis+sentinel://127.0.0.1:1", "inspect", "x"},
 		{"--redis", "redis://127.0.0.1:1,redis://127.0.0.1:2", "run", "x", "--", "true"}, // two Redlock nodes
+		{"--timeout", "0s", "inspect", "x"},
+		{"help", "run", "extra"},
 	} {
 		r := fl(t, "", args...)
 		if r.code != exitUsage {
 			t.Errorf("fencelock %q: exit %d, want %d", args, r.code, exitUsage)
 		}
-		if !strings.Contains(r.stderr, "usage:") {
-			t.Errorf("fencelock %q: no usage on stderr: %q", args, r.stderr)
+		// One line saying what is wrong and one saying where the usage
+		// is (after the note on the default Redis, when no --redis).
+		lines := strings.Split(strings.TrimSuffix(r.stderr, "\n"), "\n")
+		if len(lines) > 0 && strings.Contains(lines[0], "REDIS_URL is set") {
+			lines = lines[1:]
+		}
+		if len(lines) != 2 || !strings.HasPrefix(lines[0], "fencelock: ") ||
+			!regexp.MustCompile(`^Run 'fencelock help( (run|inspect|advance))?' \(or -h\) for usage\.$`).MatchString(lines[1]) {
+			t.Errorf("fencelock %q: stderr %q, want one error line and the hint", args, r.stderr)
 		}
 	}
-	for _, args := range [][]string{{"help"}, {"-h"}, {"--help"}, {"run", "-h"}} {
+	// Two URLs: a shell user hears about --redis, not about a Go option.
+	r := fl(t, "", "--redis", "redis://127.0.0.1:1,redis://127.0.0.1:2", "run", "x", "--", "true")
+	if !strings.Contains(r.stderr, "odd number, at least 3, of --redis") || strings.Contains(r.stderr, "WithForceNodeCount") {
+		t.Errorf("two --redis URLs: stderr %q", r.stderr)
+	}
+	if r := fl(t, "", "run", "x", "true"); !strings.Contains(r.stderr, "fencelock: run: missing -- between NAME and the command\nRun 'fencelock help run' (or -h) for usage.\n") {
+		t.Errorf("run without --: stderr %q", r.stderr)
+	}
+	for _, args := range [][]string{{"help"}, {"-h"}, {"--help"}, {"run", "-h"}, {"help", "run"}} {
 		r := fl(t, "", args...)
 		if r.code != 0 || !strings.Contains(r.stdout, "Exit status") {
 			t.Errorf("fencelock %q: exit %d, stdout %q; want 0 and the help", args, r.code, r.stdout)
@@ -322,8 +340,8 @@ func TestRunOtherErrors(t *testing.T) {
 	if r := fl(t, "", "--redis", closed, "run", name, "--", "true"); r.code != exitFailure {
 		t.Errorf("Redis unreachable: exit %d, want %d", r.code, exitFailure)
 	}
-	if r := fl(t, "", "--redis", closed, "run", "--wait", "1s", name, "--", "true"); r.code != exitFailure {
-		t.Errorf("Redis unreachable, --wait 1s: exit %d, want %d", r.code, exitFailure)
+	if r := fl(t, "", "--redis", closed, "run", "--wait", "1s", name, "--", "true"); r.code != exitFailure || !strings.Contains(r.stderr, "connection refused") {
+		t.Errorf("Redis unreachable, --wait 1s: exit %d, stderr %q; want %d and the cause", r.code, r.stderr, exitFailure)
 	}
 	if r := fl(t, "", "--redis", closed, "inspect", name); r.code != exitFailure {
 		t.Errorf("inspect, Redis unreachable: exit %d, want %d", r.code, exitFailure)

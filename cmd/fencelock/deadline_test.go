@@ -1,0 +1,83 @@
+//go:build unix
+
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fencelock/fencelock/internal/testenv"
+)
+
+// frozen starts a Redis and freezes it (SIGSTOP) until the test ends: it
+// accepts connections but never answers.
+func frozen(t *testing.T) *testenv.Redis {
+	t.Helper()
+	r := testenv.NewRedis(t)
+	if err := r.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Resume() })
+	return r
+}
+
+// slack is what a test allows past a command's own bound (the bound itself
+// allows finishSlack): generous, for a noisy shared machine.
+const slack = 1500 * time.Millisecond
+
+// TestDeadlinesFrozenRedis: against a Redis that never answers, run --wait
+// D returns within D (plus the slack), and run without --wait, inspect and
+// advance within --timeout (5s by default), each with status 1. Before,
+// the probe after a failed acquire (5s), go-redis's read timeouts and
+// retries and the 2s wait for cleanups at exit added up to 9s for
+// run --wait 2s.
+func TestDeadlinesFrozenRedis(t *testing.T) {
+	t.Parallel()
+	single := []string{"--redis", frozen(t).URL()}
+	var urls []string
+	for range 3 {
+		urls = append(urls, frozen(t).URL())
+	}
+	redlock := []string{"--redis", strings.Join(urls, ",")}
+	for _, tc := range []struct {
+		what  string
+		args  []string
+		bound time.Duration
+	}{
+		{"run --wait 2s", append(single, "run", "--wait", "2s", "x", "--", "true"), 2 * time.Second},
+		{"run", append(single, "run", "x", "--", "true"), defaultTimeout},
+		{"inspect --timeout 2s", append(single, "inspect", "--timeout", "2s", "x"), 2 * time.Second},
+		{"advance --timeout 2s", append(single, "--timeout", "2s", "advance", "x", "5"), 2 * time.Second},
+		{"redlock run --wait 2s", append(redlock, "run", "--wait", "2s", "x", "--", "true"), 2 * time.Second},
+		{"redlock run --timeout 1s", append(redlock, "run", "--timeout", "1s", "x", "--", "true"), time.Second},
+	} {
+		t.Run(tc.what, func(t *testing.T) {
+			t.Parallel()
+			begin := time.Now()
+			r := fl(t, "", tc.args...)
+			took := time.Since(begin)
+			t.Logf("took %v", took.Round(time.Millisecond))
+			if r.code != exitFailure {
+				t.Errorf("exit %d, want %d (Redis does not answer)", r.code, exitFailure)
+			}
+			if took > tc.bound+slack {
+				t.Errorf("took %v, want at most %v + %v", took.Round(time.Millisecond), tc.bound, slack)
+			}
+		})
+	}
+}
+
+// TestDefaultRedisIsSaid: with neither --redis nor REDIS_URL, the command
+// says on stderr which Redis it uses; with --redis it does not.
+func TestDefaultRedisIsSaid(t *testing.T) {
+	t.Parallel()
+	r := fl(t, "", "inspect", "--timeout", "1s", lockName(t))
+	first, _, _ := strings.Cut(r.stderr, "\n")
+	if r.code == exitUsage || !strings.HasPrefix(first, "fencelock: ") || !strings.Contains(first, "REDIS_URL") || !strings.Contains(first, defaultRedisURL) {
+		t.Errorf("no --redis, no REDIS_URL: exit %d, stderr %q; want its first line to say that %s is used", r.code, r.stderr, defaultRedisURL)
+	}
+	if r := fl(t, "", on("inspect", lockName(t))...); strings.Contains(r.stderr, "REDIS_URL") {
+		t.Errorf("with --redis: stderr %q mentions REDIS_URL", r.stderr)
+	}
+}
