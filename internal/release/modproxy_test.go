@@ -5,6 +5,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -168,17 +169,24 @@ func moduleFiles(t *testing.T, dir string) []string {
 			t.Fatal(err)
 		}
 	}
-	// Directories holding a go.mod (other than the root) are other modules.
-	var nestedDirs []string
+	var skip []string
+	// Directories holding a go.mod (other than the root) are other modules;
+	// directories starting with _ are leave-outs: none is committed, and
+	// tests make temporary ones (examples' _readme-*) while this one runs.
+	for _, f := range files {
+		if strings.HasPrefix(f, "_") || strings.Contains(f, "/_") {
+			skip = append(skip, f)
+		}
+	}
 	for _, f := range files {
 		if path.Base(f) == "go.mod" && f != "go.mod" {
-			nestedDirs = append(nestedDirs, path.Dir(f)+"/")
+			skip = append(skip, path.Dir(f)+"/")
 		}
 	}
 	kept := files[:0]
 next:
 	for _, f := range files {
-		for _, n := range nestedDirs {
+		for _, n := range skip {
 			if strings.HasPrefix(f, n) {
 				continue next
 			}
@@ -219,6 +227,9 @@ func publish(t *testing.T, proxy, mod, v, dir string) int {
 	files := moduleFiles(t, dir)
 	for _, f := range files {
 		data, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(f)))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // removed since it was listed
+		}
 		if err != nil {
 			t.Fatal(err)
 		}
