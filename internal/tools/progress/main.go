@@ -80,8 +80,11 @@ func (f *filter) pkg(path string) *pkg {
 }
 
 func (f *filter) stamp() string {
-	d := f.now().Sub(f.start).Round(time.Second)
-	return fmt.Sprintf("[%7s] ", d)
+	s := int(f.now().Sub(f.start).Round(time.Second) / time.Second)
+	if s < 60 {
+		return fmt.Sprintf("[%6ds] ", s)
+	}
+	return fmt.Sprintf("[%3dm%02ds] ", s/60, s%60)
 }
 
 func (f *filter) printf(format string, args ...any) {

@@ -2,9 +2,11 @@ package main
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"strings"
 	"testing"
+	"time"
 )
 
 // testdata/sample.json is `go test -json ./...` over five packages: a slow
@@ -113,5 +115,19 @@ func TestPassingPackageShowsItsStatusLineAlone(t *testing.T) {
 	_, summary, _ := strings.Cut(out.String(), "summary:\n")
 	if summary != "ok  \tx\t0.01s [no tests to run]\n" {
 		t.Errorf("summary %q, want only the ok line", summary)
+	}
+}
+
+func TestStamp(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	for d, want := range map[time.Duration]string{
+		0: "[     0s] ", 59 * time.Second: "[    59s] ", 62 * time.Second: "[  1m02s] ", 125 * time.Minute: "[125m00s] ",
+	} {
+		now := t0
+		f := newFilter(io.Discard, false, func() time.Time { return now })
+		now = t0.Add(d)
+		if got := f.stamp(); got != want {
+			t.Errorf("stamp after %s: %q, want %q", d, got, want)
+		}
 	}
 }
