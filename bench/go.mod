@@ -2,12 +2,15 @@ module github.com/fencelock/fencelock/bench
 
 go 1.26.0
 
+// Development only: the core from this tree. A consumer ignores replace and
+// gets the tagged release required below (docs/RELEASING.md); go.work alone
+// would still fetch that version's go.mod, before it is tagged.
 replace github.com/fencelock/fencelock => ../
 
 require (
 	github.com/anishathalye/porcupine v1.3.1
 	github.com/bsm/redislock v0.9.4
-	github.com/fencelock/fencelock v0.0.0-00010101000000-000000000000
+	github.com/fencelock/fencelock v0.1.0
 	github.com/go-redsync/redsync/v4 v4.18.1
 	github.com/google/uuid v1.6.0
 	github.com/jackc/pgx/v5 v5.12.0

@@ -2,10 +2,13 @@ module github.com/fencelock/fencelock/extra/fenceotel
 
 go 1.26.0
 
+// Development only: the core from this tree. A consumer ignores replace and
+// gets the tagged release required below (docs/RELEASING.md); go.work alone
+// would still fetch that version's go.mod, before it is tagged.
 replace github.com/fencelock/fencelock => ../../
 
 require (
-	github.com/fencelock/fencelock v0.0.0-00010101000000-000000000000
+	github.com/fencelock/fencelock v0.1.0
 	github.com/stretchr/testify v1.12.1
 	go.opentelemetry.io/otel v1.47.0
 	go.opentelemetry.io/otel/metric v1.47.0
