@@ -517,3 +517,39 @@ func TestCancelledInFlightAcquire(t *testing.T) {
 	assert.Eventually(t, func() bool { return admin.Exists(ctx, procLockKey(n)).Val() == 0 },
 		5*time.Second, 10*time.Millisecond, "the lock taken by the cancelled Acquire is still held in Redis")
 }
+
+// TestAcquireNeverReturnsAnEndedLease: a reply read after the lease's local
+// deadline (the process paused with it in flight; here every reply is
+// delayed past the ttl) must not be returned as a lease that is already
+// over: Acquire tries again, and gives up at its context with the lock
+// released. Before, it returned a lease with Held() false.
+func TestAcquireNeverReturnsAnEndedLease(t *testing.T) {
+	r := testenv.NewRedis(t)
+	admin := r.Client()
+	t.Cleanup(func() { admin.Close() })
+	px := faults.NewProxy(t, r.Addr())
+	rdb := redis.NewClient(&redis.Options{Addr: px.Addr(), ContextTimeoutEnabled: true})
+	t.Cleanup(func() { rdb.Close() })
+	c, err := lease.New(rdb)
+	require.NoError(t, err)
+	ctx := t.Context()
+	warm, err := c.Acquire(ctx, name(t), time.Minute) // a connection open, the scripts loaded
+	require.NoError(t, err)
+	require.NoError(t, warm.Release(ctx))
+
+	const ttl = 100 * time.Millisecond
+	px.DelayReplies(3 * ttl)
+	actx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	n := name(t)
+	l, err := c.Acquire(actx, n, ttl)
+	px.DelayReplies(0)
+	if l != nil {
+		t.Fatalf("Acquire returned a lease that is over (Held() %v, deadline %v ago)", l.Held(), time.Since(l.Deadline()))
+	}
+	assert.ErrorIs(t, err, lease.ErrNotAcquired)
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+	require.NoError(t, c.Close(ctx))
+	assert.Eventually(t, func() bool { return admin.Exists(ctx, procLockKey(n)).Val() == 0 },
+		5*time.Second, 10*time.Millisecond, "no lock left behind for long")
+}

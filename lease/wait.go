@@ -66,16 +66,25 @@ func (c *Client) wait(ctx context.Context, req request, p *emit.Progress) (l *Le
 	}
 	var tries recent
 	try := func() (*Lease, protocol.TryResult, error) {
-		p.Attempts++
-		if req.try.Fair {
-			req.try.Attempt = protocol.NewAttempt()
+		for {
+			p.Attempts++
+			if req.try.Fair {
+				req.try.Attempt = protocol.NewAttempt()
+			}
+			tries.add(req.try.Attempt, time.Now())
+			l, res, err := c.try(ctx, req)
+			if l != nil && !l.Held() {
+				// The reply was read after the lease's deadline (this
+				// process was paused with it in flight): the lease is
+				// over before it is returned. If the lock is still ours,
+				// the next try gets it back with a fresh deadline.
+				continue
+			}
+			if l != nil {
+				w.Drain() // the release it announced was the one this try took
+			}
+			return l, res, err
 		}
-		tries.add(req.try.Attempt, time.Now())
-		l, res, err := c.try(ctx, req)
-		if l != nil {
-			w.Drain() // the release it announced was the one this try took
-		}
-		return l, res, err
 	}
 
 	l, res, err := try()
@@ -166,7 +175,11 @@ func (c *Client) handedOff(ctx context.Context, req request, m protocol.Message,
 			return nil // the next try, or the leave, finds out what became of it
 		}
 	}
-	return newLease(c, req, fence.Token{Key: req.name, Seq: m.Seq, Holder: m.Holder}, start)
+	l := newLease(c, req, fence.Token{Key: req.name, Seq: m.Seq, Holder: m.Holder}, start)
+	if !l.Held() {
+		return nil // paused past its deadline on the way: the next try finds out
+	}
+	return l
 }
 
 // recent remembers when the last tries of one Acquire were sent. A handoff
