@@ -8,7 +8,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"time"
 
@@ -131,15 +130,7 @@ func (g *globals) doctorUsageError(format string, args ...any) int {
 // doctorClients returns a client per deployment named by --redis,
 // REDIS_URL or the default: one, or a Redlock's independent masters.
 func (g *globals) doctorClients() ([]redis.UniversalClient, int) {
-	vals := []string(g.redis)
-	if len(vals) == 0 {
-		if env := strings.TrimSpace(os.Getenv("REDIS_URL")); env != "" {
-			vals = []string{env}
-		} else {
-			vals = []string{defaultRedisURL}
-		}
-	}
-	urls, err := splitURLs(vals)
+	urls, err := g.redisURLs()
 	if err != nil {
 		return nil, g.usageError("%v", err)
 	}

@@ -142,9 +142,9 @@ type backend interface {
 	close(ctx context.Context)
 }
 
-// connect builds the backend from the --redis flags, REDIS_URL or the
-// default.
-func (g *globals) connect() (backend, error) {
+// redisURLs returns the Redis URLs the command uses: the --redis flags,
+// else REDIS_URL, else the default, which it says on stderr first.
+func (g *globals) redisURLs() ([]string, error) {
 	vals := []string(g.redis)
 	if len(vals) == 0 {
 		if env := strings.TrimSpace(os.Getenv("REDIS_URL")); env != "" {
@@ -154,7 +154,13 @@ func (g *globals) connect() (backend, error) {
 			vals = []string{defaultRedisURL}
 		}
 	}
-	urls, err := splitURLs(vals)
+	return splitURLs(vals)
+}
+
+// connect builds the backend from the --redis flags, REDIS_URL or the
+// default.
+func (g *globals) connect() (backend, error) {
+	urls, err := g.redisURLs()
 	if err != nil {
 		return nil, err
 	}
