@@ -25,6 +25,9 @@ const readmeEnv = "FENCELOCK_README"
 type codeBlock struct {
 	line int    // the line of its first code line, 1-based
 	code string // the lines between the fences
+	// output is the ```text block that follows it, before any other fenced
+	// block: what the program prints (each line must appear in its output).
+	output []string
 }
 
 // TestREADMECompiles builds every ```go block of README.md that is a whole
@@ -124,23 +127,32 @@ func goBlocks(src []byte) []codeBlock {
 	var blocks []codeBlock
 	var cur *codeBlock
 	var lines []string
+	lastGo := false // the last fenced block was a go block
 	sc := bufio.NewScanner(bytes.NewReader(src))
 	for n := 1; sc.Scan(); n++ {
 		line := sc.Text()
 		fence := strings.TrimSpace(line)
 		switch {
 		case cur == nil && strings.HasPrefix(fence, "```"):
-			if strings.TrimSpace(strings.TrimPrefix(fence, "```")) == "go" {
+			info := strings.TrimSpace(strings.TrimPrefix(fence, "```"))
+			if info == "go" {
 				cur, lines = &codeBlock{line: n + 1}, nil
-			} else {
-				// Another language: skip to its closing fence.
-				for n++; sc.Scan() && !strings.HasPrefix(strings.TrimSpace(sc.Text()), "```"); n++ {
-				}
+				break
 			}
+			// Another language: skip to its closing fence, keeping a
+			// text block as the output of the go block just before it.
+			var text []string
+			for n++; sc.Scan() && !strings.HasPrefix(strings.TrimSpace(sc.Text()), "```"); n++ {
+				text = append(text, sc.Text())
+			}
+			if info == "text" && lastGo {
+				blocks[len(blocks)-1].output = text
+			}
+			lastGo = false
 		case cur != nil && strings.HasPrefix(fence, "```"):
 			cur.code = strings.Join(lines, "\n") + "\n"
 			blocks = append(blocks, *cur)
-			cur = nil
+			cur, lastGo = nil, true
 		case cur != nil:
 			lines = append(lines, line)
 		}

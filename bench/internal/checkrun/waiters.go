@@ -41,7 +41,7 @@ type WaiterStats struct {
 }
 
 // ticketTTL is how long a fair waiter's ticket lives without renewal in
-// fencelock's lease (its unexported ticketTTL; the README states it).
+// fencelock's lease (its unexported ticketTTL; the lease package doc states it).
 const ticketTTL = 2 * time.Second
 
 // waiters is what the process faults need of a kind: fencelock's fair
