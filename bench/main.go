@@ -26,6 +26,7 @@ import (
 	"os/signal"
 
 	"github.com/fencelock/fencelock/bench/internal/checkrun"
+	"github.com/fencelock/fencelock/bench/internal/cli"
 	"github.com/fencelock/fencelock/bench/internal/perf"
 	"github.com/fencelock/fencelock/bench/internal/safety"
 )
@@ -75,11 +76,26 @@ func main() {
 		fmt.Fprintln(os.Stderr, usage)
 		os.Exit(2)
 	}
-	if err != nil {
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintf(os.Stderr, "bench %s: %v\n", os.Args[1], err)
+	if code := exitStatus(err); code != 0 {
+		fmt.Fprintf(os.Stderr, "bench %s: %v\n", os.Args[1], err)
+		if code == 2 {
+			fmt.Fprintf(os.Stderr, "Run 'go run ./bench %s -h' for usage.\n", os.Args[1])
 		}
 		stop()
-		os.Exit(1)
+		os.Exit(code)
 	}
+}
+
+// exitStatus is the exit status for a command's error: 0 for none or -h
+// (the help was printed), 2 for a usage error, as the fencelock command
+// does, 1 for any other.
+func exitStatus(err error) int {
+	var usage *cli.UsageError
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.As(err, &usage):
+		return 2
+	}
+	return 1
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fencelock/fencelock/bench/internal/check"
+	"github.com/fencelock/fencelock/bench/internal/cli"
 	"github.com/fencelock/fencelock/bench/internal/locks"
 	"github.com/fencelock/fencelock/bench/internal/report"
 	"github.com/fencelock/fencelock/bench/internal/safety"
@@ -34,7 +35,7 @@ import (
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer) (*Report, error) {
 	o, err := parse(args, stderr)
 	if err != nil {
-		return nil, err
+		return nil, cli.Usage(err) // every error of parse is one of the flags'
 	}
 	return run(ctx, o, stdout, stderr)
 }

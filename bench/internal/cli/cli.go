@@ -3,10 +3,29 @@ package cli
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 	"slices"
 	"strings"
 )
+
+// UsageError is a bad flag or argument of a bench command: main exits
+// with status 2 for it, as the fencelock command does.
+type UsageError struct{ Err error }
+
+func (e *UsageError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the cause.
+func (e *UsageError) Unwrap() error { return e.Err }
+
+// Usage marks err as a usage error; nil and flag.ErrHelp (-h: not an
+// error for main, which exits 0) pass through.
+func Usage(err error) error {
+	if err == nil || errors.Is(err, flag.ErrHelp) {
+		return err
+	}
+	return &UsageError{Err: err}
+}
 
 // Pick parses a comma-separated list of names, each of which must be known,
 // and returns them in the order of known.

@@ -44,18 +44,18 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run to `FILE` (for go tool pprof)")
 	scenList := fs.String("scenarios", strings.Join(Scenarios, ","), "comma-separated scenarios to run")
 	if err := fs.Parse(args); err != nil {
-		return err
+		return cli.Usage(err)
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q", fs.Args())
+		return cli.Usage(fmt.Errorf("unexpected arguments %q", fs.Args()))
 	}
 	names, err := cli.Pick(*lockList, locks.Names)
 	if err != nil {
-		return fmt.Errorf("-locks: %w", err)
+		return cli.Usage(fmt.Errorf("-locks: %w", err))
 	}
 	scens, err := cli.Pick(*scenList, Scenarios)
 	if err != nil {
-		return fmt.Errorf("-scenarios: %w", err)
+		return cli.Usage(fmt.Errorf("-scenarios: %w", err))
 	}
 
 	run := newRunner(stderr, *quick)

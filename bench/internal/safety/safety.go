@@ -90,7 +90,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer) (*report.Safety, error) {
 	o, err := parse(args, stderr)
 	if err != nil {
-		return nil, err
+		return nil, cli.Usage(err) // every error of parse is one of the flags'
 	}
 	return run(ctx, o, stdout, stderr)
 }
