@@ -125,7 +125,14 @@ func (m *machine) grant(s *state, c int8, seq int64, deadline int16, epoch int8)
 	cl.phase, cl.seq, cl.deadline, cl.epoch = holding, seq, deadline, epoch
 	if deadline <= s.now {
 		m.note(evDeadOnArrival)
-		cl.deadline = 0 // lost before it was returned: no window at all
+		if m.cfg.Variant == Old {
+			cl.deadline = 0 // returned, lost already: no window at all
+			return nil
+		}
+		// wait.go does not return a lease that is over: the next try gets
+		// the lock back (if it is still this holder's) with a fresh deadline.
+		cl.seq, cl.deadline, cl.epoch = 0, 0, 0
+		m.retry(s, c)
 		return nil
 	}
 	for e := 0; e <= int(epoch); e++ {

@@ -55,7 +55,7 @@
 //
 //	model step             real code
 //	try sent / run         c.try in wait.go / acquire_fair.lua
-//	reply read             c.try returning: newLease from sent, or wait
+//	reply read             c.try returning: newLease from sent (over already: try again), or wait
 //	timer fires            the timer case of wait's select, then c.try
 //	handoff read           the w.Wake() case: handedOff, maybe l.Refresh
 //	refresh run            refresh.lua (Fixed: holder and seq must match)

@@ -61,7 +61,7 @@ func TestFixedHolds(t *testing.T) {
 				t.Errorf("only %d states explored: the search is vacuous", r.States)
 			}
 			t.Logf("events: %v", r.Events)
-			need := []string{"handoff", "handoff lease", "handoff refresh", "refresh lease", "refresh failed", "try lease"}
+			need := []string{"handoff", "handoff lease", "handoff refresh", "refresh lease", "refresh failed", "try lease", "dead on arrival"}
 			if tc.cfg.ReuseHolder {
 				need = append(need, "earlier acquire's handoff")
 			}
