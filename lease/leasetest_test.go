@@ -1,9 +1,7 @@
 package lease_test
 
 import (
-	"context"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -33,12 +31,5 @@ func TestLeasetest(t *testing.T) {
 
 // kitClient adapts c to the kit.
 func kitClient(c *lease.Client) leasetest.Client {
-	return leasetest.Client{
-		TryAcquire: func(ctx context.Context, name string, ttl time.Duration, o leasetest.Opts) (lease.Interface, error) {
-			return c.TryAcquire(ctx, name, ttl, o.AcquireOptions()...)
-		},
-		Acquire: func(ctx context.Context, name string, ttl time.Duration, o leasetest.Opts) (lease.Interface, error) {
-			return c.Acquire(ctx, name, ttl, o.AcquireOptions()...)
-		},
-	}
+	return leasetest.ClientOf(c.TryAcquire, c.Acquire)
 }

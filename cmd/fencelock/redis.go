@@ -248,22 +248,16 @@ type single struct {
 }
 
 func (s *single) acquire(ctx context.Context, name string, ttl time.Duration, wait bool) (lease.Interface, error) {
-	return acquireWith(ctx, name, ttl, wait, s.c.TryAcquire, s.c.Acquire)
+	return acquireWith(ctx, name, ttl, wait, lease.AsInterface(s.c.TryAcquire), lease.AsInterface(s.c.Acquire))
 }
 
 // acquireWith takes a lease with keep-alive, with try or, to wait, with
-// acquire: the methods of either kind's client, which take the same options.
-func acquireWith[L lease.Interface](ctx context.Context, name string, ttl time.Duration, wait bool,
-	try, acquire func(context.Context, string, time.Duration, ...lease.AcquireOption) (L, error),
-) (lease.Interface, error) {
+// acquire: either kind's TryAcquire and Acquire.
+func acquireWith(ctx context.Context, name string, ttl time.Duration, wait bool, try, acquire lease.AcquireFunc[lease.Interface]) (lease.Interface, error) {
 	if wait {
 		try = acquire
 	}
-	l, err := try(ctx, name, ttl, lease.WithKeepAlive(0))
-	if err != nil {
-		return nil, err // not a typed nil in the interface
-	}
-	return l, nil
+	return try(ctx, name, ttl, lease.WithKeepAlive(0))
 }
 
 func (s *single) inspect(ctx context.Context, name string) (view, error) {
@@ -295,7 +289,7 @@ type quorum struct {
 }
 
 func (q *quorum) acquire(ctx context.Context, name string, ttl time.Duration, wait bool) (lease.Interface, error) {
-	return acquireWith(ctx, name, ttl, wait, q.c.TryAcquire, q.c.Acquire)
+	return acquireWith(ctx, name, ttl, wait, lease.AsInterface(q.c.TryAcquire), lease.AsInterface(q.c.Acquire))
 }
 
 // nodeWaitTimeout bounds the waiter count on one Redlock node.

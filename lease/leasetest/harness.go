@@ -60,6 +60,21 @@ type Opts struct {
 	KeepAlive bool
 }
 
+// ClientOf is the kit's Client over TryAcquire and Acquire of a kind of
+// this module (which take the lease family's options, see
+// Opts.AcquireOptions): leasetest.ClientOf(c.TryAcquire, c.Acquire).
+func ClientOf[L lease.Interface](try, acquire lease.AcquireFunc[L]) Client {
+	anyTry, anyAcquire := lease.AsInterface(try), lease.AsInterface(acquire)
+	return Client{
+		TryAcquire: func(ctx context.Context, name string, ttl time.Duration, o Opts) (lease.Interface, error) {
+			return anyTry(ctx, name, ttl, o.AcquireOptions()...)
+		},
+		Acquire: func(ctx context.Context, name string, ttl time.Duration, o Opts) (lease.Interface, error) {
+			return anyAcquire(ctx, name, ttl, o.AcquireOptions()...)
+		},
+	}
+}
+
 // AcquireOptions are o as the lease family's acquire options
 // (lease.WithHolder, lease.WithKeepAlive), which both kinds of this module
 // take; a kind of another module translates Opts itself.

@@ -1,14 +1,11 @@
 package redlock_test
 
 import (
-	"context"
 	"testing"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fencelock/fencelock/internal/testenv"
-	"github.com/fencelock/fencelock/lease"
 	"github.com/fencelock/fencelock/lease/leasetest"
 	"github.com/fencelock/fencelock/lease/redlock"
 )
@@ -37,12 +34,5 @@ func TestLeasetest(t *testing.T) {
 
 // kitClient adapts c to the kit.
 func kitClient(c *redlock.Client) leasetest.Client {
-	return leasetest.Client{
-		TryAcquire: func(ctx context.Context, name string, ttl time.Duration, o leasetest.Opts) (lease.Interface, error) {
-			return c.TryAcquire(ctx, name, ttl, o.AcquireOptions()...)
-		},
-		Acquire: func(ctx context.Context, name string, ttl time.Duration, o leasetest.Opts) (lease.Interface, error) {
-			return c.Acquire(ctx, name, ttl, o.AcquireOptions()...)
-		},
-	}
+	return leasetest.ClientOf(c.TryAcquire, c.Acquire)
 }

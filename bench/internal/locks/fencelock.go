@@ -19,12 +19,8 @@ type leaseHold struct {
 	ttl time.Duration
 }
 
-// acquirer is TryAcquire or Acquire of either fencelock kind's client:
-// they take the same options (none here: the defaults).
-type acquirer[L lease.Interface] func(context.Context, string, time.Duration, ...lease.AcquireOption) (L, error)
-
 // fencelockLock is a Lock over a fencelock client's try and wait for ttl.
-func fencelockLock[L lease.Interface](info Info, ttl time.Duration, try, wait acquirer[L]) *Lock {
+func fencelockLock[L lease.Interface](info Info, ttl time.Duration, try, wait lease.AcquireFunc[L]) *Lock {
 	held := func(l L, err error) (Hold, error) {
 		if err != nil {
 			return nil, err
