@@ -137,7 +137,7 @@ func perfCharts(rep *Perf) map[string][]string {
 		barsOf(scenarioResults(rep, "wake"), p50, wakeText), true)}
 	shareText := func(r *Result) string {
 		if r.Lock == sleepLabel {
-			return fmt.Sprintf("%.0f/s  the most any lock can give", *r.OpsPerSec)
+			return fmt.Sprintf("%.0f/s  (no lock can pass it)", *r.OpsPerSec)
 		}
 		return fmt.Sprintf("%.0f/s  share %s–%s", *r.OpsPerSec, fmtShare(r.MinShare), fmtShare(r.MaxShare))
 	}
@@ -194,12 +194,15 @@ func writePerfResults(p *page, rep *Perf) {
 	p.WriteString("<h2>All results</h2><table><tr><th class=t>lock</th><th class=t>scenario</th><th>p50 µs</th><th>p99 µs</th><th>ops/s</th><th>samples</th>" +
 		"<th class=t>errors</th><th class=t>note</th></tr>\n")
 	for _, r := range append(append([]Result{}, rep.Results...), rep.Ceilings...) {
+		if r.Skipped {
+			continue
+		}
 		fmt.Fprintf(p, "<tr><td class=t>%s</td><td class=t>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%d</td>"+
 			"<td class=wrap title=\"%s\">%s</td><td class=\"wrap note\">%s</td></tr>\n",
 			esc(r.Lock), esc(r.Scenario), usCell(&r, r.P50us), usCell(&r, r.P99us), fmtOps(r.OpsPerSec), r.Samples,
 			esc(r.FirstErr), esc(resultErrors(&r)), esc(r.Note))
 	}
-	p.WriteString("</table>\n")
+	p.WriteString("</table><p class=note>raw, naive and setnx-getset have no waiting acquire: no wake, hotkey or waiters rows.</p>\n")
 	if len(rep.Locks) > 0 {
 		p.WriteString("<h2>Locks</h2><table>")
 		seen := map[string]bool{}
