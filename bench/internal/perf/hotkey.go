@@ -133,4 +133,3 @@ func hotSlice(ctx context.Context, run *runner, l *locks.Lock, scenario string, 
 	wg.Wait()
 	return counts, min(time.Since(t0), sz.hotSlice)
 }
-

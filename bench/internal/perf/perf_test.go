@@ -104,6 +104,26 @@ func TestPerfQuick(t *testing.T) {
 			}
 		}
 	}
+	// Interleaved: a figure per round, paired with raw and the best peer.
+	for _, k := range []string{"lease/uncontended", "lease/parallel", "lease/wake", "lease/hotkey"} {
+		r := seen[k]
+		rounds := map[string]int{"uncontended": quickSizes.rounds, "parallel": quickSizes.parRounds,
+			"wake": quickSizes.wakeRounds, "hotkey": quickSizes.hotRounds}[r.Scenario]
+		if len(r.PerRound) != rounds || r.VsBest == nil || r.BestPeer != "rueidislock" ||
+			(r.Scenario != "wake" && r.Scenario != "hotkey" && r.VsRaw == nil) || (r.Scenario == "hotkey" && r.VsCeiling == nil) {
+			t.Errorf("%s: rounds or paired ratios missing: %+v", k, r)
+		}
+	}
+	if r := seen["lease/wake"]; r.BeforeRelease > r.Samples {
+		t.Errorf("lease/wake: %d of %d samples before the release", r.BeforeRelease, r.Samples)
+	}
+	var ceilings struct{ Ceilings []report.Result }
+	if err := json.Unmarshal(b, &ceilings); err != nil {
+		t.Fatal(err)
+	}
+	if len(ceilings.Ceilings) != 2 || ceilings.Ceilings[0].OpsPerSec == nil || *ceilings.Ceilings[0].OpsPerSec <= 0 {
+		t.Errorf("sleep ceilings: %+v", ceilings.Ceilings)
+	}
 	if w := seen["lease/hotkey64"].Workers; w != 64 {
 		t.Errorf("lease/hotkey64 ran %d workers", w)
 	}

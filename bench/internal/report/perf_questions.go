@@ -80,7 +80,9 @@ func scenarioResults(rep *Perf, scenario string) []*Result {
 	return out
 }
 
-func resultErrors(r *Result) string { return errorsOf([]Result{*r}, func(*Result) bool { return true }) }
+func resultErrors(r *Result) string {
+	return errorsOf([]Result{*r}, func(*Result) bool { return true })
+}
 
 // bestPeerOf is the best peer the results of rs were paired with.
 func bestPeerOf(rs []*Result) string {
