@@ -102,6 +102,9 @@ func targets(rs, ceilings []report.Result) []report.Target {
 		w := hotkeyWorkers[s]
 		what := fmt.Sprintf("lease %s (%d workers)", s, w)
 		ts.compare(what+" ≥ best peer (stretch 1.15×)", lease(s), bestPeer(rs, s, ops, false), ops, "cs/s", 1, true)
+		if t := &ts.out[len(ts.out)-1]; t.Ratio != nil {
+			t.Measured += map[bool]string{true: "; stretch met", false: "; stretch not met"}[*t.Ratio >= 1.15]
+		}
 		var ceiling *report.Result
 		for i := range ceilings {
 			if ceilings[i].Scenario == s {

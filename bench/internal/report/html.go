@@ -149,13 +149,17 @@ func tickLabel(v float64) string {
 	return fmt.Sprintf("%gµs", v)
 }
 
-// fmtDur formats microseconds for people: µs, ms or s.
-func fmtDur(v float64) string {
+// fmtDur formats microseconds for people: whole µs, or ms or s.
+func fmtDur(v float64) string { return durText(v, 0) }
+
+// durText formats microseconds for people: µs with usDecimals decimals, or
+// ms or s.
+func durText(v float64, usDecimals int) string {
 	switch {
 	case v >= 1e6:
 		return fmt.Sprintf("%.2f s", v/1e6)
 	case v >= 1e3:
 		return fmt.Sprintf("%.1f ms", v/1e3)
 	}
-	return fmt.Sprintf("%.0f µs", v)
+	return fmt.Sprintf("%.*f µs", usDecimals, v)
 }

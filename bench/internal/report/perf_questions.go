@@ -59,15 +59,7 @@ func WakeText(p *float64) string {
 }
 
 // fmtDurFine formats microseconds with one decimal: "115.8 µs", "9.6 ms".
-func fmtDurFine(v float64) string {
-	switch {
-	case v >= 1e6:
-		return fmt.Sprintf("%.2f s", v/1e6)
-	case v >= 1e3:
-		return fmt.Sprintf("%.1f ms", v/1e3)
-	}
-	return fmt.Sprintf("%.1f µs", v)
-}
+func fmtDurFine(v float64) string { return durText(v, 1) }
 
 // scenarioResults returns the results of scenario that ran, in run order.
 func scenarioResults(rep *Perf, scenario string) []*Result {

@@ -73,7 +73,7 @@ func WritePerfTable(w io.Writer, rep *Perf) {
 	}
 	fmt.Fprintln(w)
 	writeWrapped(w, "raw, naive and setnx-getset have no waiting acquire: they have no wake, hotkey or waiters rows. "+
-		"errors: the count, and the cause of the first error (of the scenario with the most; the JSON has each first error).", "")
+		"errors: the count, and the cause of the first error (the JSON has the whole first error).", "")
 	if len(rep.Targets) > 0 {
 		fmt.Fprintln(w, "\nTargets (the issue's, on this run; ratios are medians of paired rounds where the locks took turns):")
 		writeTargets(w, rep.Targets)
