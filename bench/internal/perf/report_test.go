@@ -49,7 +49,7 @@ func wakeBeforeRelease(rep *report.Perf) {
 // run's figures are noisy at the top, and never prints "0.0 µs": a wake
 // before the release returned is said in words and its targets judged.
 func TestPerfTextReadable(t *testing.T) {
-	for _, name := range []string{"perf-baseline.json", "perf-quick.json", "perf-quick.json+wake0"} {
+	for _, name := range []string{"perf-baseline.json", "perf-full.json", "perf-quick.json", "perf-quick.json+wake0"} {
 		t.Run(name, func(t *testing.T) {
 			file, zero := strings.CutSuffix(name, "+wake0")
 			rep := loadRun(t, file)
