@@ -3,6 +3,7 @@ package perf
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -14,25 +15,96 @@ import (
 // 8 and with 64, each a row of its own.
 var hotkeyWorkers = map[string]int{"hotkey": 8, "hotkey64": 64}
 
-// hotkey runs workers on one key, each holding the lock for hold per
-// critical section, using the library's waiting acquire; it reports
-// critical sections per second and each worker's share.
-func hotkey(ctx context.Context, run *runner, l *locks.Lock, scenario string, workers int) report.Result {
-	res := report.Result{Lock: l.Name, Scenario: scenario, Workers: workers}
-	if !l.CanWait() {
-		res.Skipped, res.Note = true, "no waiting acquire in this lock"
-		return res
-	}
+// sleepCeiling names the ceiling's row in the progress and the report.
+const sleepCeiling = "time.Sleep"
+
+// hotkey runs workers on one key per lock, each holding the lock for
+// hotHold per critical section, using the library's waiting acquire;
+// interleaved: in each round the sleep ceiling (time.Sleep(hotHold) in a
+// loop, the most critical sections a second any lock can give) and then
+// every lock with a waiting acquire run a slice, in turn. It reports
+// critical sections per second, their ratio to the ceiling's, and the
+// smallest and largest worker share (the medians over the rounds of each
+// round's). It returns the locks' results and the ceiling's.
+func hotkey(ctx context.Context, run *runner, ls []*locks.Lock, scenario string, workers int) ([]report.Result, report.Result) {
 	sz := run.sizes
-	run.step(scenario, l.Name, 0, 1)
-	key := run.key(l, scenario, 0)
+	can, idx, out := waiting(ls, scenario)
+	for i := range out {
+		out[i].Workers = workers
+	}
+	shares := make([][2][]float64, len(can)) // per lock: each round's smallest and largest share
+	total := make([]int, len(can))
+	spent := make([]time.Duration, len(can))
+	errs := make([]errorLog, len(can))
+	var sleeps int
+	var slept time.Duration
+	figs := interleave(ctx, run, scenario, sz.hotRounds, append([]string{sleepCeiling}, names(can)...), func(round, i int) float64 {
+		if i == 0 {
+			n, d := sleepLoop(sz.hotHold, sz.hotSlice)
+			sleeps, slept = sleeps+n, slept+d
+			return float64(n) / d.Seconds()
+		}
+		i--
+		counts, d := hotSlice(ctx, run, can[i], scenario, round, workers, &errs[i])
+		n := 0
+		for _, c := range counts {
+			n += c
+		}
+		total[i] += n
+		spent[i] += d
+		if n > 0 {
+			shares[i][0] = append(shares[i][0], float64(slices.Min(counts))/float64(n))
+			shares[i][1] = append(shares[i][1], float64(slices.Max(counts))/float64(n))
+		}
+		return float64(n) / d.Seconds()
+	})
+	ceiling := report.Result{Lock: sleepCeiling, Scenario: scenario, Samples: sleeps, PerRound: figs[0],
+		Note: fmt.Sprintf("time.Sleep(%v) in a loop, %d rounds × %v, interleaved with the locks: the most critical sections a second a lock can give", sz.hotHold, sz.hotRounds, sz.hotSlice)}
+	if sleeps > 0 {
+		ceiling.OpsPerSec = report.Ptr(float64(sleeps) / slept.Seconds())
+		ceiling.P50us = report.Ptr(us(slept) / float64(sleeps)) // the mean sleep
+	}
+	for i, l := range can {
+		r := report.Result{Lock: l.Name, Scenario: scenario, Workers: workers, Samples: total[i], PerRound: figs[i+1],
+			Note: fmt.Sprintf("%d workers, one key, %v held; fair share %.3f; %d rounds × %v per lock, interleaved; shares: medians over the rounds",
+				workers, sz.hotHold, 1/float64(workers), sz.hotRounds, sz.hotSlice)}
+		if spent[i] > 0 {
+			r.OpsPerSec = report.Ptr(float64(total[i]) / spent[i].Seconds())
+		}
+		if len(shares[i][0]) > 0 {
+			r.MinShare, r.MaxShare = report.Ptr(report.Median(shares[i][0])), report.Ptr(report.Median(shares[i][1]))
+		}
+		r.VsCeiling = report.Paired(&r, &ceiling)
+		errs[i].fill(&r)
+		out[idx[i]] = r
+	}
+	pairUp(out, ops, false)
+	return out, ceiling
+}
+
+// sleepLoop sleeps hold again and again for about d and returns how many
+// times and how long it took.
+func sleepLoop(hold, d time.Duration) (int, time.Duration) {
+	t0 := time.Now()
+	n := 0
+	for time.Since(t0) < d {
+		time.Sleep(hold)
+		n++
+	}
+	return n, time.Since(t0)
+}
+
+// hotSlice runs workers on a key of its own for sz.hotSlice and returns the
+// critical sections of each worker and the time they had.
+func hotSlice(ctx context.Context, run *runner, l *locks.Lock, scenario string, round, workers int, errs *errorLog) ([]int, time.Duration) {
+	sz := run.sizes
+	key := run.key(l, scenario, round)
 	counts := make([]int, workers)
-	var errs errorLog
-	deadline := time.Now().Add(sz.hotDuration)
+	deadline := time.Now().Add(sz.hotSlice)
 	wctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
-	// over is whether the run's end caused an error: a dial can time out on
-	// the deadline a moment before wctx says it is done.
+	// over is whether the slice's end caused an error: a dial can time out
+	// on the deadline a moment before wctx says it is done.
 	over := func() bool { return wctx.Err() != nil || time.Until(deadline) < time.Millisecond }
 	t0 := time.Now()
 	var wg sync.WaitGroup
@@ -59,20 +131,5 @@ func hotkey(ctx context.Context, run *runner, l *locks.Lock, scenario string, wo
 		})
 	}
 	wg.Wait()
-	elapsed := min(time.Since(t0), sz.hotDuration)
-	total := 0
-	lo, hi := counts[0], counts[0]
-	for _, c := range counts {
-		total += c
-		lo, hi = min(lo, c), max(hi, c)
-	}
-	res.Samples = total
-	errs.fill(&res)
-	res.OpsPerSec = report.Ptr(float64(total) / elapsed.Seconds())
-	if total > 0 {
-		res.MinShare = report.Ptr(float64(lo) / float64(total))
-		res.MaxShare = report.Ptr(float64(hi) / float64(total))
-	}
-	res.Note = fmt.Sprintf("%d workers, one key, %v held; fair share %.3f", workers, sz.hotHold, 1/float64(workers))
-	return res
+	return counts, min(time.Since(t0), sz.hotSlice)
 }

@@ -111,7 +111,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	rep.Elapsed = time.Since(start).Round(time.Millisecond).String()
 	run.done()
 	env.cleanup(run.id)
-	rep.Targets = targets(rep.Results)
+	rep.Targets = targets(rep.Results, rep.Ceilings)
 
 	report.WritePerfTable(stdout, rep)
 	if *jsonFile != "" {
@@ -134,14 +134,12 @@ func runScenario(ctx context.Context, s string, run *runner, env *env, ls []*loc
 	case "parallel":
 		out = parallel(ctx, run, ls)
 	case "wake":
-		for _, l := range ls {
-			out = append(out, wake(ctx, run, l))
-		}
+		out = wake(ctx, run, ls)
 	case "hotkey", "hotkey64":
-		for _, l := range ls {
-			out = append(out, hotkey(ctx, run, l, s, hotkeyWorkers[s]))
-		}
-	case "waiters":
+		rs, ceiling := hotkey(ctx, run, ls, s, hotkeyWorkers[s])
+		out = rs
+		rep.Ceilings = append(rep.Ceilings, ceiling)
+	case "waiters": // each lock alone, one after the other: not interleaved
 		for _, l := range ls {
 			out = append(out, waiters(ctx, run, env, l))
 		}

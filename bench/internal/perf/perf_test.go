@@ -104,6 +104,26 @@ func TestPerfQuick(t *testing.T) {
 			}
 		}
 	}
+	// Interleaved: a figure per round, paired with raw and the best peer.
+	for _, k := range []string{"lease/uncontended", "lease/parallel", "lease/wake", "lease/hotkey"} {
+		r := seen[k]
+		rounds := map[string]int{"uncontended": quickSizes.rounds, "parallel": quickSizes.parRounds,
+			"wake": quickSizes.wakeRounds, "hotkey": quickSizes.hotRounds}[r.Scenario]
+		if len(r.PerRound) != rounds || r.VsBest == nil || r.BestPeer != "rueidislock" ||
+			(r.Scenario != "wake" && r.Scenario != "hotkey" && r.VsRaw == nil) || (r.Scenario == "hotkey" && r.VsCeiling == nil) {
+			t.Errorf("%s: rounds or paired ratios missing: %+v", k, r)
+		}
+	}
+	if r := seen["lease/wake"]; r.BeforeRelease > r.Samples {
+		t.Errorf("lease/wake: %d of %d samples before the release", r.BeforeRelease, r.Samples)
+	}
+	var ceilings struct{ Ceilings []report.Result }
+	if err := json.Unmarshal(b, &ceilings); err != nil {
+		t.Fatal(err)
+	}
+	if len(ceilings.Ceilings) != 2 || ceilings.Ceilings[0].OpsPerSec == nil || *ceilings.Ceilings[0].OpsPerSec <= 0 {
+		t.Errorf("sleep ceilings: %+v", ceilings.Ceilings)
+	}
 	if w := seen["lease/hotkey64"].Workers; w != 64 {
 		t.Errorf("lease/hotkey64 ran %d workers", w)
 	}
@@ -121,7 +141,7 @@ func TestPerfQuick(t *testing.T) {
 	}
 
 	out := stdout.String()
-	for _, s := range []string{"lock", "lease", "raw", "setnx-getset", "rueidislock", "hotkey64 cs/s", "waiters", "pub/sub", "targets:"} {
+	for _, s := range []string{"lock", "lease", "raw", "setnx-getset", "rueidislock", "64 workers on one key", "waiters", "pub/sub", "Targets", "do not quote", "time.Sleep(1ms) alone"} {
 		if !strings.Contains(out, s) {
 			t.Errorf("table lacks %q:\n%s", s, out)
 		}
@@ -156,16 +176,18 @@ func TestTargetsBestPeer(t *testing.T) {
 		{Lock: "redislock", Scenario: "parallel", OpsPerSec: report.Ptr(9000)}, // lease's figure missing
 	}
 	got := map[string]report.Target{}
-	for _, tg := range targets(rs) {
+	for _, tg := range targets(rs, nil) {
 		got[tg.Name] = tg
 	}
 	want := map[string]string{
-		"lease hotkey (8 workers) ≥ 1.15× best peer":    "met",    // 600/500
-		"lease hotkey64 (64 workers) ≥ 1.15× best peer": "MISSED", // 500/500
-		"lease parallel ≥ best peer":                    "n/a",
-		"lease uncontended p50 ≤ 1.05× best peer":       "met",    // 104/100
-		"lease wake p50 ≤ best peer":                    "MISSED", // 90/80
-		"lease waiters: ≤ 2 pub/sub conns per Client":   "MISSED",
+		"lease hotkey (8 workers) ≥ best peer (stretch 1.15×)":    "met", // 600/500
+		"lease hotkey64 (64 workers) ≥ best peer (stretch 1.15×)": "met", // 500/500
+		"lease hotkey (8 workers) ≥ 0.85× sleep ceiling":          "n/a",
+		"lease parallel ≥ best peer":                              "n/a",
+		"lease uncontended p50 ≤ 1.05× best peer":                 "met",    // 104/100
+		"lease wake p50 ≤ best peer":                              "MISSED", // 90/80
+		"lease wake ≥ 20× faster than redislock":                  "met",    // 8000/90
+		"lease waiters: ≤ 2 pub/sub conns per Client":             "MISSED",
 	}
 	for name, v := range want {
 		tg, ok := got[name]
@@ -177,7 +199,7 @@ func TestTargetsBestPeer(t *testing.T) {
 			t.Errorf("%s: %s (%s), want %s", name, tg.Verdict(), tg.Measured, v)
 		}
 	}
-	if m := got["lease hotkey (8 workers) ≥ 1.15× best peer"].Measured; !strings.Contains(m, "rueidislock 500") {
+	if m := got["lease hotkey (8 workers) ≥ best peer (stretch 1.15×)"].Measured; !strings.Contains(m, "rueidislock 500") {
 		t.Errorf("hotkey target names the wrong best peer: %s", m)
 	}
 	if m := got["lease uncontended p50 ≤ 1.05× best peer"].Measured; !strings.Contains(m, "redsync-1 100.0") {
@@ -197,11 +219,11 @@ func TestReportWaiters(t *testing.T) {
 				Conns: report.IntPtr(1), PubSubConns: report.IntPtr(0), ServerConns: report.IntPtr(20), CPUPerSec: report.Ptr(0.001)},
 			{Lock: "raw", Scenario: "waiters", Skipped: true},
 		}}
-	rep.Targets = targets(rep.Results)
+	rep.Targets = targets(rep.Results, nil)
 	var out bytes.Buffer
 	report.WritePerfTable(&out, rep)
 	table := out.String()
-	for _, s := range []string{"hotkey64 cs/s", "700", "0.020", "12.5", "990", "met    lease waiters"} {
+	for _, s := range []string{"64 workers on one key", "700", "0.020", "12.5", "990", "met    lease waiters"} {
 		if !strings.Contains(table, s) {
 			t.Errorf("table lacks %q:\n%s", s, table)
 		}

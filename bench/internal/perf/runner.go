@@ -11,15 +11,21 @@ import (
 )
 
 // sizes says how much each scenario measures; quick and full runs differ
-// only here.
+// only here. The interleaved scenarios run in rounds: in each round every
+// lock runs one short slice, in turn (raw, naive, ..., lease, ..., the
+// peers), so a change in the machine's load falls on all of them alike and
+// the figures of one round can be compared as pairs.
 type sizes struct {
-	rounds      int           // uncontended and parallel: rounds, locks interleaved within each
+	rounds      int           // uncontended: rounds
 	batch       int           // uncontended: sequential ops per lock per round
+	parRounds   int           // parallel: rounds
 	slice       time.Duration // parallel: duration per lock per round
 	workers     int           // parallel: goroutines
-	wakeSamples int           // wake: samples per lock
+	wakeRounds  int           // wake: rounds
+	wakeSamples int           // wake: samples per lock per round
 	wakeBlock   [2]time.Duration
-	hotDuration time.Duration // hotkey, hotkey64: duration per lock
+	hotRounds   int           // hotkey, hotkey64: rounds
+	hotSlice    time.Duration // hotkey, hotkey64: duration per lock (and the sleep ceiling) per round
 	hotHold     time.Duration
 	waiters     int           // waiters: goroutines waiting
 	waiterKeys  int           // waiters: keys they wait on (waiters/waiterKeys each)
@@ -30,14 +36,14 @@ type sizes struct {
 }
 
 var (
-	fullSizes = sizes{rounds: 10, batch: 500, slice: 400 * time.Millisecond, workers: 64,
-		wakeSamples: 200, wakeBlock: [2]time.Duration{10 * time.Millisecond, 40 * time.Millisecond},
-		hotDuration: 3 * time.Second, hotHold: time.Millisecond,
+	fullSizes = sizes{rounds: 20, batch: 200, parRounds: 12, slice: 300 * time.Millisecond, workers: 64,
+		wakeRounds: 10, wakeSamples: 20, wakeBlock: [2]time.Duration{10 * time.Millisecond, 40 * time.Millisecond},
+		hotRounds: 6, hotSlice: 500 * time.Millisecond, hotHold: time.Millisecond,
 		waiters: 1000, waiterKeys: 100, waitSettle: time.Second, waitWindow: 2 * time.Second,
 		pgRounds: 10, pgBatch: 200}
-	quickSizes = sizes{rounds: 3, batch: 100, slice: 150 * time.Millisecond, workers: 64,
-		wakeSamples: 20, wakeBlock: [2]time.Duration{5 * time.Millisecond, 15 * time.Millisecond},
-		hotDuration: 600 * time.Millisecond, hotHold: time.Millisecond,
+	quickSizes = sizes{rounds: 5, batch: 40, parRounds: 4, slice: 100 * time.Millisecond, workers: 64,
+		wakeRounds: 4, wakeSamples: 5, wakeBlock: [2]time.Duration{5 * time.Millisecond, 15 * time.Millisecond},
+		hotRounds: 2, hotSlice: 300 * time.Millisecond, hotHold: time.Millisecond,
 		waiters: 100, waiterKeys: 10, waitSettle: 300 * time.Millisecond, waitWindow: time.Second,
 		pgRounds: 3, pgBatch: 50}
 )

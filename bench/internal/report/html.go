@@ -73,20 +73,23 @@ type bar struct {
 
 // barChart draws horizontal bars as inline SVG. With logScale the axis is
 // logarithmic, for figures that span orders of magnitude. The label column
-// is as wide as the longest label needs.
+// is as wide as the longest label needs, the room after the longest bar as
+// its text needs.
 func barChart(title, note string, bars []bar, logScale bool) string {
-	const width, textW, rowH, top = 660, 200, 26, 8
+	const width, rowH, top = 660, 26, 8
 	var b strings.Builder
 	fmt.Fprintf(&b, "<figure><figcaption><b>%s</b> <span class=note>%s</span></figcaption>\n", esc(title), esc(note))
 	if len(bars) == 0 {
 		b.WriteString("<p class=note>no data</p></figure>\n")
 		return b.String()
 	}
-	longest := 0
+	longest, longText := 0, 0
 	for _, br := range bars {
 		longest = max(longest, len([]rune(br.label)))
+		longText = max(longText, len([]rune(br.text)))
 	}
 	labelW := max(96, 7*longest+16) // 12px system-ui: under 7px a character
+	textW := max(200, 7*longText+12)
 	plotW := float64(width - labelW - textW)
 	hi, lo := 0.0, math.Inf(1)
 	for _, br := range bars {
@@ -146,13 +149,17 @@ func tickLabel(v float64) string {
 	return fmt.Sprintf("%gµs", v)
 }
 
-// fmtDur formats microseconds for people: µs, ms or s.
-func fmtDur(v float64) string {
+// fmtDur formats microseconds for people: whole µs, or ms or s.
+func fmtDur(v float64) string { return durText(v, 0) }
+
+// durText formats microseconds for people: µs with usDecimals decimals, or
+// ms or s.
+func durText(v float64, usDecimals int) string {
 	switch {
 	case v >= 1e6:
 		return fmt.Sprintf("%.2f s", v/1e6)
 	case v >= 1e3:
 		return fmt.Sprintf("%.1f ms", v/1e3)
 	}
-	return fmt.Sprintf("%.0f µs", v)
+	return fmt.Sprintf("%.*f µs", usDecimals, v)
 }

@@ -10,7 +10,11 @@ type Perf struct {
 	Header
 	Locks   map[string]string `json:"locks,omitempty"` // each lock's setup, by name
 	Results []Result          `json:"results"`
-	Targets []Target          `json:"targets"`
+	// Ceilings is time.Sleep of the hold time, measured in the same rounds
+	// as hotkey and hotkey64 (Lock "time.Sleep", Scenario the hotkey
+	// scenario): the most critical sections a second any lock can give.
+	Ceilings []Result `json:"ceilings,omitempty"`
+	Targets  []Target `json:"targets"`
 }
 
 // Result is one lock in one scenario: one row of the JSON's results.
@@ -36,10 +40,26 @@ type Result struct {
 	// the last waiter's acquire (nil unless every waiter got the lock).
 	CPUPerSec     *float64 `json:"cpu_per_sec,omitempty"`
 	AllAcquiredMs *float64 `json:"all_acquired_ms,omitempty"`
-	Errors        int      `json:"errors,omitempty"`
-	FirstErr      string   `json:"first_error,omitempty"`
-	Skipped       bool     `json:"skipped,omitempty"`
-	Note          string   `json:"note,omitempty"`
+	// Interleaved scenarios (uncontended, parallel, wake, hotkey,
+	// hotkey64): the lock's figure in each round (p50 µs, or ops/s), in
+	// round order; null for a round with no figure. Every lock ran a short
+	// slice in each round, in turn, so PerRound[i] of two locks were
+	// measured moments apart: their ratio is a paired ratio.
+	PerRound Figures `json:"per_round,omitempty"`
+	// The medians of the paired ratios: this lock's figure over raw's, over
+	// the best peer's (named by BestPeer: the peer with the best figure of
+	// the run), and (hotkey) over the sleep ceiling's, round by round.
+	VsRaw     *float64 `json:"vs_raw,omitempty"`
+	VsBest    *float64 `json:"vs_best_peer,omitempty"`
+	BestPeer  string   `json:"best_peer,omitempty"`
+	VsCeiling *float64 `json:"vs_ceiling,omitempty"`
+	// wake: the samples whose waiter had the lock before the holder's
+	// Release returned (counted as 0 µs in P50us and P99us).
+	BeforeRelease int    `json:"before_release,omitempty"`
+	Errors        int    `json:"errors,omitempty"`
+	FirstErr      string `json:"first_error,omitempty"`
+	Skipped       bool   `json:"skipped,omitempty"`
+	Note          string `json:"note,omitempty"`
 }
 
 // Target is one of the issue's performance targets, checked on one run.
