@@ -9,6 +9,7 @@ package redlock_test
 
 import (
 	"context"
+	"syscall"
 	"testing"
 	"time"
 
@@ -118,6 +119,12 @@ func TestAcquireDeadlineClosedPorts(t *testing.T) {
 			})
 			acquireErr(t, err)
 			assert.ElementsMatch(t, c.Nodes(), addrs(nodeErrors(err)), "an error per node")
+			// Each node's error names its refused dial, which go-redis
+			// drops when the context ends during its dial retries.
+			for _, ne := range nodeErrors(err) {
+				assert.ErrorIs(t, ne, syscall.ECONNREFUSED)
+				assert.ErrorContains(t, ne, "(last dial to "+ne.Addr+": connect: connection refused)")
+			}
 		})
 	}
 }
