@@ -1,6 +1,12 @@
 // Package pgverifier checks fencing tokens in PostgreSQL, in the same
 // transaction as the write they protect.
 //
+//	v, err := pgverifier.New(pool) // after migrations.Apply(ctx, pool)
+//	err = v.WithTx(ctx, "accounts/7", l.Token(), func(tx pgx.Tx) error {
+//		_, err := tx.Exec(ctx, "UPDATE accounts SET balance = balance - 10 WHERE id = 7")
+//		return err
+//	})
+//
 // Each resource's high-water (the highest token it accepted, and the lock
 // it belongs to) is a row of the fence_tokens table, created by package
 // migrations. The guard is one statement,
