@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/fencelock/fencelock/lease"
 )
 
 // Exit statuses; the package doc and the help text list them.
@@ -26,7 +28,7 @@ const (
 
 const (
 	defaultRedisURL = "redis://127.0.0.1:6379/0"
-	defaultPrefix   = "fencelock:"
+	defaultPrefix   = lease.DefaultPrefix
 	// defaultTimeout is --timeout's default: how long inspect, advance and
 	// run without --wait may take.
 	defaultTimeout = 5 * time.Second
