@@ -237,7 +237,7 @@ func TestMetrics(t *testing.T) {
 			}
 		}
 		for attr, want := range values {
-			lists := regexp.MustCompile(regexp.QuoteMeta(attr) + ` \(([^)]*)\)`).FindAllStringSubmatch(text, -1)
+			lists := regexp.MustCompile(regexp.QuoteMeta(attr)+` \(([^)]*)\)`).FindAllStringSubmatch(text, -1)
 			if len(lists) == 0 {
 				t.Errorf("%s does not list the values of %s (%s)", where, attr, strings.Join(want, ", "))
 			}
