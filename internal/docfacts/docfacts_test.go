@@ -440,3 +440,27 @@ func TestPackageDocsOpenWithCode(t *testing.T) {
 		}
 	}
 }
+
+// TestRealisticSeqs: examples in the docs show tokens as fencelock makes
+// them. A lock's counter starts from the Redis server's clock in
+// microseconds (the counter rule in go doc ./lease), so a real Seq is about
+// 1.8e15, never 42.
+func TestRealisticSeqs(t *testing.T) {
+	const least = 1_000_000_000_000_000 // 1e15: the clock in µs since 2001
+	places := markdown(t)
+	for _, f := range []string{"lease/doc.go", "lease/redlock/doc.go", "fence/doc.go", "verifier/doc.go",
+		"verifier/pgverifier/doc.go", "verifier/sqlverifier/doc.go", "verifier/redisverifier/doc.go",
+		"heal/heal.go", "cmd/fencelock/doc.go"} {
+		places = append(places, f)
+	}
+	seq := regexp.MustCompile(`\bSeq:? (\d+)\b|\btoken +(\d+):|\bcounter +(\d+)\b|FENCE_SEQ=(\d+)`)
+	for _, p := range places {
+		for _, m := range seq.FindAllStringSubmatch(read(t, p), -1) {
+			for _, g := range m[1:] {
+				if n, err := strconv.ParseUint(g, 10, 64); err == nil && n < least {
+					t.Errorf("%s: %q shows a Seq of %d; real ones are about 1.8e15", p, m[0], n)
+				}
+			}
+		}
+	}
+}

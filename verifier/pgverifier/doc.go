@@ -68,7 +68,7 @@
 // lock, else a *verifier.StaleError{Resource, Token, Highest, HighestHolder}. The UPDATE
 // checks and writes in one statement, but it does not claim before read: a
 // read-modify-write must compute the new value in the same statement
-// (SET value = value + $4) or first run the fenced UPDATE with no change but
+// (SET value = value + $5) or first run the fenced UPDATE with no change but
 // the fence columns, in the transaction that then reads and writes.
 //
 // # Durability
