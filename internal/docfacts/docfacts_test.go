@@ -464,3 +464,23 @@ func TestRealisticSeqs(t *testing.T) {
 		}
 	}
 }
+
+// TestLineWidth: the README and docs/ read in a terminal and in a review
+// tool: no prose line over 100 columns (table rows and shell commands in
+// code blocks excepted).
+func TestLineWidth(t *testing.T) {
+	for _, p := range markdown(t) {
+		if p == "bench/README.md" {
+			continue // the bench's sample output is as the bench prints it
+		}
+		code := false
+		for i, l := range strings.Split(read(t, p), "\n") {
+			if strings.HasPrefix(strings.TrimSpace(l), "```") {
+				code = !code
+			}
+			if n := len([]rune(l)); n > 100 && !strings.HasPrefix(l, "|") && !code {
+				t.Errorf("%s:%d is %d columns wide", p, i+1, n)
+			}
+		}
+	}
+}
