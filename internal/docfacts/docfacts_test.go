@@ -146,15 +146,21 @@ func TestKeys(t *testing.T) {
 	}
 }
 
+// constant is a string constant declared in a Go file.
+type constant struct {
+	value string
+	typ   string // its declared type's name; "" when untyped
+}
+
 // consts returns the string constants declared in a Go file, by name; a
 // constant of the form attribute.Key("x") counts as "x".
-func consts(t *testing.T, path string) map[string]string {
+func consts(t *testing.T, path string) map[string]constant {
 	t.Helper()
 	f, err := parser.ParseFile(token.NewFileSet(), filepath.Join(root, path), nil, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := map[string]string{}
+	out := map[string]constant{}
 	for _, d := range f.Decls {
 		g, ok := d.(*ast.GenDecl)
 		if !ok || g.Tok != token.CONST {
@@ -162,6 +168,10 @@ func consts(t *testing.T, path string) map[string]string {
 		}
 		for _, s := range g.Specs {
 			vs := s.(*ast.ValueSpec)
+			var typ string
+			if id, ok := vs.Type.(*ast.Ident); ok {
+				typ = id.Name
+			}
 			for i, n := range vs.Names {
 				if i >= len(vs.Values) {
 					continue
@@ -171,7 +181,8 @@ func consts(t *testing.T, path string) map[string]string {
 					v = c.Args[0]
 				}
 				if lit, ok := v.(*ast.BasicLit); ok && lit.Kind == token.STRING {
-					out[n.Name], _ = strconv.Unquote(lit.Value)
+					val, _ := strconv.Unquote(lit.Value)
+					out[n.Name] = constant{val, typ}
 				}
 			}
 		}
@@ -179,17 +190,27 @@ func consts(t *testing.T, path string) map[string]string {
 	return out
 }
 
-// withPrefix returns the values of the constants whose names start with p,
-// sorted.
-func withPrefix(c map[string]string, p string) []string {
+// values returns, sorted, the values of the constants in c for which keep
+// reports true.
+func values(c map[string]constant, keep func(name string, c constant) bool) []string {
 	var out []string
 	for n, v := range c {
-		if strings.HasPrefix(n, p) {
-			out = append(out, v)
+		if keep(n, v) {
+			out = append(out, v.value)
 		}
 	}
 	slices.Sort(out)
 	return out
+}
+
+// withPrefix returns the values of the constants whose names start with p.
+func withPrefix(c map[string]constant, p string) []string {
+	return values(c, func(n string, _ constant) bool { return strings.HasPrefix(n, p) })
+}
+
+// ofType returns the values of the constants of type typ.
+func ofType(c map[string]constant, typ string) []string {
+	return values(c, func(_ string, v constant) bool { return v.typ == typ })
 }
 
 // TestMetrics: the metric table of docs/operating.md and fenceotel's
@@ -202,15 +223,21 @@ func TestMetrics(t *testing.T) {
 	obs := consts(t, "observe/observe.go")
 	metrics := withPrefix(otel, "Metric")
 	known := slices.Concat(metrics, withPrefix(otel, "Span"), withPrefix(otel, "Attr"))
-	values := map[string][]string{
-		otel["AttrOutcome"]:  obsOf(t, "Outcome"),
-		otel["AttrVerdict"]:  obsOf(t, "Verdict"),
-		otel["AttrKind"]:     obsOf(t, "Kind"),
-		otel["AttrVerifier"]: withPrefix(obs, "Verifier"),
-		otel["AttrEnd"]:      withPrefix(otel, "End"),
+	enums := map[string][]string{
+		otel["AttrOutcome"].value:  ofType(obs, "Outcome"),
+		otel["AttrVerdict"].value:  ofType(obs, "Verdict"),
+		otel["AttrKind"].value:     ofType(obs, "Kind"),
+		otel["AttrVerifier"].value: withPrefix(obs, "Verifier"),
+		otel["AttrEnd"].value:      withPrefix(otel, "End"),
 	}
-	if len(metrics) < 6 || len(values[otel["AttrVerifier"]]) < 4 || len(values[otel["AttrVerdict"]]) < 5 {
-		t.Fatalf("too few names read from the code: metrics %q, values %q", metrics, values)
+	verifiers := enums[otel["AttrVerifier"].value]
+	for attr, vs := range enums {
+		if len(vs) < 2 {
+			t.Fatalf("too few values of %s read from the code: %q", attr, vs)
+		}
+	}
+	if len(metrics) < 6 {
+		t.Fatalf("too few metrics read from the code: %q", metrics)
 	}
 
 	ops := read(t, "docs/operating.md")
@@ -236,7 +263,7 @@ func TestMetrics(t *testing.T) {
 				t.Errorf("%s does not name the metric %s", where, m)
 			}
 		}
-		for attr, want := range values {
+		for attr, want := range enums {
 			lists := regexp.MustCompile(regexp.QuoteMeta(attr)+` \(([^)]*)\)`).FindAllStringSubmatch(text, -1)
 			if len(lists) == 0 {
 				t.Errorf("%s does not list the values of %s (%s)", where, attr, strings.Join(want, ", "))
@@ -267,8 +294,8 @@ func TestMetrics(t *testing.T) {
 		}
 		for _, m := range hook.FindAllStringSubmatch(flat(string(b)), -1) {
 			found++
-			if !slices.Contains(values[otel["AttrVerifier"]], m[1]) {
-				t.Errorf("%s names the verifier %q; observe has %q", p, m[1], values[otel["AttrVerifier"]])
+			if !slices.Contains(verifiers, m[1]) {
+				t.Errorf("%s names the verifier %q; observe has %q", p, m[1], verifiers)
 			}
 		}
 		return nil
@@ -276,39 +303,6 @@ func TestMetrics(t *testing.T) {
 	if found < 3 {
 		t.Errorf("only %d verifier names found in verifier/: the pattern no longer matches", found)
 	}
-}
-
-// obsOf returns the values of observe's constants of type typ, sorted.
-func obsOf(t *testing.T, typ string) []string {
-	t.Helper()
-	f, err := parser.ParseFile(token.NewFileSet(), filepath.Join(root, "observe/observe.go"), nil, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, d := range f.Decls {
-		g, ok := d.(*ast.GenDecl)
-		if !ok || g.Tok != token.CONST {
-			continue
-		}
-		for _, s := range g.Specs {
-			vs := s.(*ast.ValueSpec)
-			if id, ok := vs.Type.(*ast.Ident); !ok || id.Name != typ {
-				continue
-			}
-			for _, v := range vs.Values {
-				if lit, ok := v.(*ast.BasicLit); ok {
-					s, _ := strconv.Unquote(lit.Value)
-					out = append(out, s)
-				}
-			}
-		}
-	}
-	if len(out) == 0 {
-		t.Fatalf("observe declares no constants of type %s", typ)
-	}
-	slices.Sort(out)
-	return out
 }
 
 // TestDefaults: where a doc states an option's default, it states the
