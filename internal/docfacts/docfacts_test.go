@@ -478,3 +478,25 @@ func TestLineWidth(t *testing.T) {
 		}
 	}
 }
+
+// TestLuaCommonDocumentsItsFunctions: each function common.lua's comments
+// introduce ("-- name is/returns/writes ...") is defined there (a
+// documented now_ms that did not exist misled a reader once).
+func TestLuaCommonDocumentsItsFunctions(t *testing.T) {
+	lua := read(t, "internal/protocol/common.lua")
+	var defined []string
+	for _, m := range regexp.MustCompile(`(?m)^local function ([a-z_]+)\(`).FindAllStringSubmatch(lua, -1) {
+		defined = append(defined, m[1])
+	}
+	intro := regexp.MustCompile(`(?m)^-- ([a-z]+_[a-z_]+|[a-z]+) (?:is|returns|writes|puts|sends|lets|releases)\b`)
+	found := 0
+	for _, m := range intro.FindAllStringSubmatch(lua, -1) {
+		found++
+		if !slices.Contains(defined, m[1]) {
+			t.Errorf("common.lua documents %s, which it does not define (it defines %q)", m[1], defined)
+		}
+	}
+	if found < len(defined)/2 {
+		t.Errorf("only %d functions introduced in common.lua's comments: the pattern no longer matches", found)
+	}
+}
