@@ -28,6 +28,10 @@
 // No call outlives its context: give the go-redis client
 // ContextTimeoutEnabled: true (see [New]), and every call returns by its
 // context's deadline; cleanup after a lost reply runs in the background.
+// An acquire that its context ended while go-redis was still retrying a
+// refused dial names that dial: "lease: not acquired: "job": context
+// deadline exceeded (last dial to 127.0.0.1:6379: connect: connection
+// refused)", still wrapping ErrNotAcquired and ctx.Err().
 //
 // Redis keys, for lock NAME and the default prefix "fencelock:":
 //
