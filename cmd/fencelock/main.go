@@ -32,6 +32,10 @@ const (
 	// defaultTimeout is --timeout's default: how long inspect, advance and
 	// run without --wait may take.
 	defaultTimeout = 5 * time.Second
+	// defaultTTL is the --ttl default of run and doctor, defaultGrace run's
+	// --grace; the help texts and the package doc state them (a test checks).
+	defaultTTL   = 30 * time.Second
+	defaultGrace = 10 * time.Second
 	// finishSlack is how long a command may take past its --wait or
 	// --timeout to tell a held lock from an unreachable Redis and to finish
 	// its cleanups before it exits.
