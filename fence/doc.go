@@ -2,6 +2,10 @@
 // its ordering, and how it travels: as text, in a context, and in an HTTP
 // header.
 //
+//	fence.SetHeader(req.Header, l.Token())            // the client: a lease's token on a request
+//	tok, ok, err := fence.FromHeader(r.Header)         // the server: read it back
+//	ctx = fence.NewContext(ctx, tok)                   // and carry it to the storage
+//
 // A [Token] is issued by a lease on every successful acquisition. Its Seq
 // grows with each acquisition of the same lock name, so a storage system that
 // remembers the highest Seq it has seen for a resource can reject writes from

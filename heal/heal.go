@@ -1,5 +1,9 @@
 // Package heal restores progress after a lock's counter went backwards.
 //
+//	err := heal.Write(ctx, l, func(ctx context.Context, tok fence.Token) error {
+//		return v.WithTx(ctx, "accounts/7", tok, func(tx pgx.Tx) error { return debit(ctx, tx) })
+//	})
+//
 // Redis replication is asynchronous, and a Redis without persistence
 // forgets its keys on restart, so a lease's counter can go backwards: after
 // a failover to a lagging replica, a restart, or an eviction, new tokens

@@ -33,6 +33,7 @@ type Client struct {
 	rdb     redis.UniversalClient
 	cfg     family.Config
 	notify  *notify.Notifier
+	dials   *family.Dials    // rdb's last failed dial, named by an acquire that timed out
 	pending lifetime.Pending // background cleanups, which Close waits for
 	closed  atomic.Bool
 }
@@ -59,7 +60,7 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Client, error) {
 	if err := family.Apply(&cfg, opts); err != nil {
 		return nil, err
 	}
-	return &Client{rdb: rdb, cfg: cfg, notify: notify.New(rdb)}, nil
+	return &Client{rdb: rdb, cfg: cfg, notify: notify.New(rdb), dials: family.DialsOf(rdb)}, nil
 }
 
 // Close waits, until ctx ends, for the client's background cleanups: a
@@ -86,7 +87,7 @@ func (c *Client) Close(ctx context.Context) error {
 // it, the error wraps ErrNotAcquired (and is a *HeldError telling for how
 // much longer).
 func (c *Client) TryAcquire(ctx context.Context, name string, ttl time.Duration, opts ...AcquireOption) (*Lease, error) {
-	return emit.Observed(c.hooks(), observe.KindLease, ctx, name, ttl, false, ErrNotAcquired, func(ctx context.Context, p *emit.Progress) (*Lease, error) {
+	return emit.Observed(c.hooks(), observe.KindLease, ctx, name, ttl, false, ErrNotAcquired, c.named(func(ctx context.Context, p *emit.Progress) (*Lease, error) {
 		req, err := c.newRequest(ctx, name, ttl, opts)
 		if err != nil {
 			return nil, err
@@ -100,7 +101,7 @@ func (c *Client) TryAcquire(ctx context.Context, name string, ttl time.Duration,
 			return nil, &HeldError{Name: name, Remaining: res.PTTL, Queued: res.Outcome == protocol.Reserved}
 		}
 		return l, nil
-	})
+	}))
 }
 
 // hooks returns the client's hooks; nil for a nil client.

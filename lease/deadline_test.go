@@ -11,6 +11,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -71,28 +72,52 @@ var acquireFuncs = []struct {
 
 // TestAcquireDeadlineClosedPort: with nothing listening and go-redis
 // retrying the refused dial past the deadline, TryAcquire and Acquire give
-// up at the deadline.
+// up at the deadline, and the error names the refused dial.
 //
-// The refusal is not in the error, and cannot be: go-redis (v9.23) dials in
-// a goroutine of its own, on context.Background() (pool.queuedNewConn), and
-// the caller waiting for the connection returns plain ctx.Err() when its
-// context ends; the dial's own error ("connection refused") only reaches
-// go-redis's log, later. TestAcquireDeadlineRefusedInTime checks that the
-// cause is kept when the refusal comes before the deadline.
+// go-redis (v9.23) dials in a goroutine of its own, and the caller waiting
+// for the connection gets plain ctx.Err() when its context ends; the dial's
+// own error reaches only go-redis's log. The client's dial hook
+// (family.Dials) recorded it, and the acquire's error names it while still
+// wrapping ErrNotAcquired and context.DeadlineExceeded.
 func TestAcquireDeadlineClosedPort(t *testing.T) {
 	t.Parallel()
 	for _, a := range acquireFuncs {
 		t.Run(a.name, func(t *testing.T) {
 			t.Parallel()
-			c, err := lease.New(testenv.CtxClient(t, testenv.ClosedAddr(t), 5))
+			addr := testenv.ClosedAddr(t)
+			c, err := lease.New(testenv.CtxClient(t, addr, 5))
 			require.NoError(t, err)
 			err = testenv.WithinDeadline(t, a.name, func(ctx context.Context) error {
 				_, err := a.f(c, ctx, name(t), time.Minute)
 				return err
 			})
 			acquireErr(t, err)
+			assert.ErrorIs(t, err, syscall.ECONNREFUSED)
+			assert.Contains(t, err.Error(), "context deadline exceeded (last dial to "+addr+": connect: connection refused)")
 		})
 	}
+}
+
+// TestAcquireDeadlineCauseOnlyOnDialFailure: an acquire that ends by its
+// deadline while Redis answers (waiting on a held lock) names no dial.
+// internal/family's tests cover a failure before the call and one followed
+// by a successful dial.
+func TestAcquireDeadlineCauseOnlyOnDialFailure(t *testing.T) {
+	t.Parallel()
+	r := testenv.NewRedis(t)
+	rdb := testenv.CtxClient(t, r.Addr(), 1)
+	c, err := lease.New(rdb)
+	require.NoError(t, err)
+	n := name(t)
+	holder, err := c.TryAcquire(t.Context(), n, time.Minute)
+	require.NoError(t, err)
+	defer holder.Release(context.Background())
+	err = testenv.WithinDeadline(t, "Acquire", func(ctx context.Context) error {
+		_, err := c.Acquire(ctx, n, time.Minute)
+		return err
+	})
+	acquireErr(t, err)
+	assert.NotContains(t, err.Error(), "last dial")
 }
 
 // TestAcquireDeadlineStalledSubscribe: Acquire finds the lock held, and the

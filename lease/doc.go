@@ -1,5 +1,13 @@
 // Package lease is a lock lease on Redis that hands out fencing tokens.
 //
+//	locks, err := lease.New(rdb) // a go-redis client with ContextTimeoutEnabled: true
+//	l, err := locks.Acquire(ctx, "orders/17", 30*time.Second, lease.WithKeepAlive(10*time.Second))
+//	if err != nil {
+//		return err
+//	}
+//	defer l.Release(context.WithoutCancel(ctx))
+//	err = write(l.Context(), l.Token()) // the storage checks the token (package verifier)
+//
 // Each acquisition is one atomic Lua script: if the lock key is free it
 // increments the lock's counter and sets the key (holder id and Seq) with a
 // PX ttl, and returns the new Seq as a [fence.Token]. Tokens of one lock name
@@ -20,6 +28,10 @@
 // No call outlives its context: give the go-redis client
 // ContextTimeoutEnabled: true (see [New]), and every call returns by its
 // context's deadline; cleanup after a lost reply runs in the background.
+// An acquire that its context ended while go-redis was still retrying a
+// refused dial names that dial: "lease: not acquired: "job": context
+// deadline exceeded (last dial to 127.0.0.1:6379: connect: connection
+// refused)", still wrapping ErrNotAcquired and ctx.Err().
 //
 // Redis keys, for lock NAME and the default prefix "fencelock:":
 //

@@ -35,13 +35,13 @@ import (
 // I/O error from Redis is returned at once rather than retried, so a
 // waiter never hangs on a server that is gone.
 func (c *Client) Acquire(ctx context.Context, name string, ttl time.Duration, opts ...AcquireOption) (*Lease, error) {
-	return emit.Observed(c.hooks(), observe.KindLease, ctx, name, ttl, true, ErrNotAcquired, func(ctx context.Context, p *emit.Progress) (*Lease, error) {
+	return emit.Observed(c.hooks(), observe.KindLease, ctx, name, ttl, true, ErrNotAcquired, c.named(func(ctx context.Context, p *emit.Progress) (*Lease, error) {
 		req, err := c.newRequest(ctx, name, ttl, opts)
 		if err != nil {
 			return nil, err
 		}
 		return c.wait(ctx, req, p)
-	})
+	}))
 }
 
 // wait is Acquire once the request is valid.

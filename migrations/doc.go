@@ -1,6 +1,9 @@
 // Package migrations holds the SQL schema of fencelock's PostgreSQL
 // verifier (package pgverifier) as numbered up/down files, embedded in [FS].
 //
+//	applied, err := migrations.Apply(ctx, pool)                  // PostgreSQL through pgx
+//	applied, err := migrations.ApplySQL(ctx, db, migrations.MySQL) // database/sql: MySQL, MariaDB
+//
 // The files follow golang-migrate's naming (NNNNNN_name.up.sql and
 // NNNNNN_name.down.sql at the root of FS), so they can be run by
 // golang-migrate through its iofs source:

@@ -1,18 +1,26 @@
-// Package observe is fencelock's observability hook: lease, redlock and the
-// verifiers report what they do (acquire start and end with the wait and the
-// outcome, refresh, loss, release, and each token a verifier accepted or
-// refused) to the functions of a [Hooks] value, and nothing else. The core
-// imports no telemetry library; the nested module
+// Package observe is fencelock's observability hook.
+//
+//	hooks := &observe.Hooks{
+//		AcquireDone: func(ctx context.Context, e observe.AcquireDone) {
+//			log.Printf("%s %q: %s after %v", e.Kind, e.Name, e.Outcome, e.Wait)
+//		},
+//	}
+//	locks, err := lease.New(rdb, lease.WithHooks(hooks))
+//
+// Lease, redlock and the verifiers report what they do (acquire start and
+// end with the wait and the outcome, refresh, loss, release, and each token
+// a verifier accepted or refused) to the functions of a [Hooks] value, and
+// nothing else. The core imports no telemetry library; the nested module
 // github.com/fencelock/fencelock/extra/fenceotel turns the events into
 // OpenTelemetry metrics and spans, and a Hooks value of your own can feed
 // any other system.
 //
 // Pass one with lease.WithHooks (for either lease kind), pgverifier.WithHooks,
-// redisverifier.WithHooks, or set verifier.Memory's Hooks field. Every
-// field may be nil. The functions are called synchronously on the caller's
-// goroutine (Lost on a goroutine of its own, since a lease can be lost by
-// its timer): keep them fast and never block in them. They must be safe for
-// concurrent use.
+// sqlverifier.WithHooks, redisverifier.WithHooks, or set verifier.Memory's
+// Hooks field. Every field may be nil. The functions are called
+// synchronously on the caller's goroutine (Lost on a goroutine of its own,
+// since a lease can be lost by its timer): keep them fast and never block in
+// them. They must be safe for concurrent use.
 package observe
 
 import (
@@ -149,10 +157,23 @@ const (
 	Error Verdict = "error"
 )
 
+// Verifier names, the Verified event's Verifier.
+const (
+	// VerifierMemory is verifier.Memory.
+	VerifierMemory = "memory"
+	// VerifierPostgres is pgverifier, and sqlverifier on PostgreSQL: one
+	// guard, one name.
+	VerifierPostgres = "postgres"
+	// VerifierMySQL is sqlverifier on MySQL or MariaDB.
+	VerifierMySQL = "mysql"
+	// VerifierRedis is redisverifier.
+	VerifierRedis = "redis"
+)
+
 // Verified describes one check of a token by a verifier.
 type Verified struct {
-	// Verifier names the verifier: "memory", "postgres" (pgverifier, and
-	// sqlverifier on PostgreSQL: one guard, one name), "mysql", "redis".
+	// Verifier names the verifier: VerifierMemory, VerifierPostgres,
+	// VerifierMySQL or VerifierRedis.
 	Verifier string
 	Resource string
 	Token    fence.Token

@@ -1,6 +1,12 @@
 // Package verifier is the resource side of fencelock: it rejects writes that
 // carry a fencing token older than one the resource has already accepted.
 //
+//	var v verifier.Memory // resources that live in this process
+//	err := v.Do(ctx, "cache/users", l.Token(), func() error {
+//		cache["users"] = users // runs only if no newer token was accepted
+//		return nil
+//	})
+//
 // A lease (package lease) hands each holder a [fence.Token] whose Seq grows
 // with every acquisition. A lease alone cannot stop a holder that paused
 // past its TTL (a GC pause, a page fault, SIGSTOP, a delayed packet) from

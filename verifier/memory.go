@@ -78,10 +78,10 @@ func (m *Memory) do(ctx context.Context, resource string, tok fence.Token, write
 	if m.Hooks != nil {
 		defer func(start time.Time) {
 			if p := recover(); p != nil { // write panicked: nothing was accepted
-				emit.Verified(m.Hooks, ctx, "memory", resource, tok, start, fmt.Errorf("verifier: panic: %v", p))
+				emit.Verified(m.Hooks, ctx, observe.VerifierMemory, resource, tok, start, fmt.Errorf("verifier: panic: %v", p))
 				panic(p)
 			}
-			emit.Verified(m.Hooks, ctx, "memory", resource, tok, start, err)
+			emit.Verified(m.Hooks, ctx, observe.VerifierMemory, resource, tok, start, err)
 		}(time.Now())
 	}
 	if err := ValidateClaim(resource, tok); err != nil {

@@ -4,6 +4,9 @@
 // advances locks, from the shell.
 //
 //	go install github.com/fencelock/fencelock/cmd/fencelock@latest
+//	export REDIS_URL=redis://127.0.0.1:6379/0
+//	fencelock run --ttl 30s nightly-report -- ./report.sh
+//	fencelock inspect nightly-report
 //
 // Usage:
 //

@@ -58,7 +58,7 @@ type doctorReport struct {
 func (g *globals) doctor(args []string) int {
 	fs := g.flagSet("doctor")
 	asJSON := fs.Bool("json", false, "print JSON")
-	ttl := fs.Duration("ttl", 30*time.Second, "lease ttl")
+	ttl := fs.Duration("ttl", defaultTTL, "lease ttl")
 	drift := fs.Float64("drift", lease.DefaultDriftFactor, "drift factor")
 	replicaAck := fs.Int("replica-ack", 0, "WithReplicaAck replicas")
 	clockFloor := fs.Bool("clock-floor", false, "WithClockFloor")

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/fencelock/fencelock/lease"
 )
 
 // Exit statuses; the package doc and the help text list them.
@@ -26,10 +28,14 @@ const (
 
 const (
 	defaultRedisURL = "redis://127.0.0.1:6379/0"
-	defaultPrefix   = "fencelock:"
+	defaultPrefix   = lease.DefaultPrefix
 	// defaultTimeout is --timeout's default: how long inspect, advance and
 	// run without --wait may take.
 	defaultTimeout = 5 * time.Second
+	// defaultTTL is the --ttl default of run and doctor, defaultGrace run's
+	// --grace; the help texts and the package doc state them (a test checks).
+	defaultTTL   = 30 * time.Second
+	defaultGrace = 10 * time.Second
 	// finishSlack is how long a command may take past its --wait or
 	// --timeout to tell a held lock from an unreachable Redis and to finish
 	// its cleanups before it exits.

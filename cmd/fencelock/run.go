@@ -51,9 +51,9 @@ const (
 // run is the run command.
 func (g *globals) run(args []string) int {
 	fs := g.flagSet("run")
-	ttl := fs.Duration("ttl", 30*time.Second, "lease ttl")
+	ttl := fs.Duration("ttl", defaultTTL, "lease ttl")
 	wait := fs.Duration("wait", 0, "how long to wait for the lock")
-	grace := fs.Duration("grace", 10*time.Second, "SIGTERM to SIGKILL delay")
+	grace := fs.Duration("grace", defaultGrace, "SIGTERM to SIGKILL delay")
 
 	head, command, dashes := args, []string(nil), false
 	if i := slices.Index(args, "--"); i >= 0 {

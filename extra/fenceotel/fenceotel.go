@@ -1,16 +1,18 @@
 // Package fenceotel turns fencelock's events (package observe) into
-// OpenTelemetry metrics and spans. It is a module of its own, as go-redis's
-// extra/redisotel is, so that the fencelock core depends on no telemetry
-// library.
+// OpenTelemetry metrics and spans.
 //
 //	hooks, err := fenceotel.New() // the global MeterProvider and TracerProvider
 //	locks, err := lease.New(rdb, lease.WithHooks(hooks))
 //	v, err := pgverifier.New(pool, pgverifier.WithHooks(hooks))
 //
+// It is a module of its own, as go-redis's extra/redisotel is, so that the
+// fencelock core depends on no telemetry library.
+//
 // Metrics (instrumentation scope "github.com/fencelock/fencelock"):
 //
 //	fencelock.acquire.duration   histogram, s   how long TryAcquire/Acquire took (the wait for a lock);
-//	                                            attributes fencelock.lock.kind, fencelock.acquire.outcome,
+//	                                            attributes fencelock.lock.kind (lease, redlock),
+//	                                            fencelock.acquire.outcome (acquired, busy, canceled, failed),
 //	                                            fencelock.acquire.waiting
 //	fencelock.lease.held         histogram, s   how long leases lasted, from acquire to release or loss;
 //	                                            attributes fencelock.lock.kind, fencelock.lease.end (released, lost)
@@ -18,17 +20,19 @@
 //	fencelock.lease.handoffs     counter        acquires that got the lock right after a release woke them
 //	fencelock.refresh.failures   counter        refreshes that failed (the lease may still be held);
 //	                                            fencelock.lock.kind, fencelock.refresh.keepalive
-//	fencelock.verifier.checks    counter        tokens checked by a verifier; attributes fencelock.verifier
-//	                                            (memory, postgres: pgverifier and sqlverifier's Postgres dialect,
-//	                                            mysql, redis), fencelock.verifier.verdict (accepted, stale,
-//	                                            conflict, foreign, error)
+//	fencelock.verifier.checks    counter        tokens checked by a verifier; attributes
+//	                                            fencelock.verifier (memory, postgres, mysql, redis),
+//	                                            fencelock.verifier.verdict (accepted, stale, conflict, foreign, error)
+//
+// The verifier "postgres" is pgverifier and sqlverifier's PostgreSQL dialect
+// alike (one guard, one name); "mysql" is sqlverifier on MySQL or MariaDB.
 //
 // Lock names and resources are not metric attributes: a service that locks
 // per order id would make one time series per order. They are attributes
 // of the spans: fencelock.acquire (from the start of an acquire to its end;
-// the acquire's Redis calls run under it), fencelock.release and
-// fencelock.verify, with fencelock.lock.name, fencelock.token.seq,
-// fencelock.resource, and the error status on failures.
+// the acquire's Redis calls run under it; also fencelock.acquire.attempts),
+// fencelock.release and fencelock.verify, with fencelock.lock.name,
+// fencelock.token.seq, fencelock.resource, and the error status on failures.
 package fenceotel
 
 import (
@@ -83,8 +87,32 @@ func WithTracerProvider(tp trace.TracerProvider) Option {
 	}
 }
 
+// Metric names.
+const (
+	MetricAcquireDuration = "fencelock.acquire.duration"
+	MetricLeaseHeld       = "fencelock.lease.held"
+	MetricLeaseLost       = "fencelock.lease.lost"
+	MetricHandoffs        = "fencelock.lease.handoffs"
+	MetricRefreshFailures = "fencelock.refresh.failures"
+	MetricVerifierChecks  = "fencelock.verifier.checks"
+)
+
+// Span names.
+const (
+	SpanAcquire = "fencelock.acquire"
+	SpanRelease = "fencelock.release"
+	SpanVerify  = "fencelock.verify"
+)
+
+// Values of AttrEnd: how a lease ended.
+const (
+	EndReleased = "released"
+	EndLost     = "lost"
+)
+
 // Attribute keys.
 const (
+	AttrAttempts  = attribute.Key("fencelock.acquire.attempts") // spans only
 	AttrKind      = attribute.Key("fencelock.lock.kind")
 	AttrOutcome   = attribute.Key("fencelock.acquire.outcome")
 	AttrWaiting   = attribute.Key("fencelock.acquire.waiting")
@@ -130,22 +158,22 @@ func New(opts ...Option) (*observe.Hooks, error) {
 	m := c.mp.Meter(ScopeName)
 	in := &instruments{tracer: c.tp.Tracer(ScopeName)}
 	var err, e error
-	in.acquire, e = m.Float64Histogram("fencelock.acquire.duration", metric.WithUnit("s"),
+	in.acquire, e = m.Float64Histogram(MetricAcquireDuration, metric.WithUnit("s"),
 		metric.WithDescription("How long TryAcquire and Acquire took, waiting for the lock included."))
 	err = errors.Join(err, e)
-	in.held, e = m.Float64Histogram("fencelock.lease.held", metric.WithUnit("s"),
+	in.held, e = m.Float64Histogram(MetricLeaseHeld, metric.WithUnit("s"),
 		metric.WithDescription("How long leases lasted, from the start of the acquire to the release or the loss."))
 	err = errors.Join(err, e)
-	in.lost, e = m.Int64Counter("fencelock.lease.lost", metric.WithUnit("{lease}"),
+	in.lost, e = m.Int64Counter(MetricLeaseLost, metric.WithUnit("{lease}"),
 		metric.WithDescription("Leases lost: the local deadline passed or a refresh found the lock gone."))
 	err = errors.Join(err, e)
-	in.handoffs, e = m.Int64Counter("fencelock.lease.handoffs", metric.WithUnit("{acquire}"),
+	in.handoffs, e = m.Int64Counter(MetricHandoffs, metric.WithUnit("{acquire}"),
 		metric.WithDescription("Acquires that got the lock right after a release woke them."))
 	err = errors.Join(err, e)
-	in.refreshFails, e = m.Int64Counter("fencelock.refresh.failures", metric.WithUnit("{refresh}"),
+	in.refreshFails, e = m.Int64Counter(MetricRefreshFailures, metric.WithUnit("{refresh}"),
 		metric.WithDescription("Refreshes that failed; the lease may still be held until its deadline."))
 	err = errors.Join(err, e)
-	in.checks, e = m.Int64Counter("fencelock.verifier.checks", metric.WithUnit("{token}"),
+	in.checks, e = m.Int64Counter(MetricVerifierChecks, metric.WithUnit("{token}"),
 		metric.WithDescription("Tokens checked by a verifier, by verdict: accepted, stale, conflict, foreign, error."))
 	err = errors.Join(err, e)
 	if err != nil {
@@ -162,7 +190,7 @@ func New(opts ...Option) (*observe.Hooks, error) {
 }
 
 func (in *instruments) acquireStart(ctx context.Context, e observe.AcquireStart) context.Context {
-	ctx, _ = in.tracer.Start(ctx, "fencelock.acquire", trace.WithSpanKind(trace.SpanKindClient),
+	ctx, _ = in.tracer.Start(ctx, SpanAcquire, trace.WithSpanKind(trace.SpanKindClient),
 		trace.WithAttributes(AttrKind.String(string(e.Kind)), AttrName.String(e.Name), AttrWaiting.Bool(e.Waiting)))
 	return ctx
 }
@@ -175,7 +203,7 @@ func (in *instruments) acquireDone(ctx context.Context, e observe.AcquireDone) {
 		in.handoffs.Add(ctx, 1, metric.WithAttributes(AttrKind.String(string(e.Kind))))
 	}
 	span := trace.SpanFromContext(ctx)
-	span.SetAttributes(AttrOutcome.String(string(e.Outcome)), attribute.Int("fencelock.acquire.attempts", e.Attempts))
+	span.SetAttributes(AttrOutcome.String(string(e.Outcome)), AttrAttempts.Int(e.Attempts))
 	if e.Outcome == observe.Acquired {
 		span.SetAttributes(AttrSeq.Int64(int64(e.Token.Seq)))
 	}
@@ -195,14 +223,14 @@ func (in *instruments) refreshed(ctx context.Context, e observe.Refreshed) {
 func (in *instruments) leaseLost(e observe.Lost) {
 	ctx := context.Background()
 	kind := AttrKind.String(string(e.Kind))
-	in.held.Record(ctx, e.Held.Seconds(), metric.WithAttributes(kind, AttrEnd.String("lost")))
+	in.held.Record(ctx, e.Held.Seconds(), metric.WithAttributes(kind, AttrEnd.String(EndLost)))
 	in.lost.Add(ctx, 1, metric.WithAttributes(kind))
 }
 
 func (in *instruments) released(ctx context.Context, e observe.Released) {
 	kind := AttrKind.String(string(e.Kind))
-	in.held.Record(ctx, e.Held.Seconds(), metric.WithAttributes(kind, AttrEnd.String("released")))
-	in.span(ctx, "fencelock.release", e.Took, e.Err, kind, AttrName.String(e.Token.Key), AttrSeq.Int64(int64(e.Token.Seq)))
+	in.held.Record(ctx, e.Held.Seconds(), metric.WithAttributes(kind, AttrEnd.String(EndReleased)))
+	in.span(ctx, SpanRelease, e.Took, e.Err, kind, AttrName.String(e.Token.Key), AttrSeq.Int64(int64(e.Token.Seq)))
 }
 
 func (in *instruments) verified(ctx context.Context, e observe.Verified) {
@@ -211,7 +239,7 @@ func (in *instruments) verified(ctx context.Context, e observe.Verified) {
 	if e.Verdict == observe.Error {
 		err = e.Err
 	}
-	in.span(ctx, "fencelock.verify", e.Took, err, AttrVerifier.String(e.Verifier), AttrVerdict.String(string(e.Verdict)),
+	in.span(ctx, SpanVerify, e.Took, err, AttrVerifier.String(e.Verifier), AttrVerdict.String(string(e.Verdict)),
 		AttrResource.String(e.Resource), AttrName.String(e.Token.Key), AttrSeq.Int64(int64(e.Token.Seq)))
 }
 

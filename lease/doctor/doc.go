@@ -1,6 +1,11 @@
 // Package doctor checks a Redis deployment for what makes fencelock's
 // locks vanish or its tokens go back, and says what to do about it.
 //
+//	findings, err := doctor.Check(ctx, rdb, doctor.WithTTL(30*time.Second))
+//	for _, f := range findings {
+//		fmt.Println(f.Severity, f.Finding, f.Fix)
+//	}
+//
 // [Check] asks each server (a standalone server or a Sentinel-managed
 // primary and the replicas it lists, every node of a Redis Cluster) with
 // INFO, CONFIG GET, PING and TIME, and returns [Finding]s, each with a [Severity], its consequence for

@@ -1,9 +1,15 @@
 // Package leasetest is the conformance kit every fencelock lease kind
-// passes against real redis-servers: no call outlives its context (frozen
-// servers, closed ports), releasing twice, releasing a lost lease, loss at
-// the ttl, keep-alive, re-entry under a saved holder id, Reissue above a
-// floor, nil and bad input, and exclusion with tokens growing in hold order
-// under contention.
+// passes against real redis-servers.
+//
+//	func TestLeasetest(t *testing.T) {
+//		leasetest.Run(t, leasetest.Harness{Servers: 1, New: newClient, NotAcquired: lease.ErrNotAcquired, ...})
+//	}
+//
+// It checks that no call outlives its context (frozen servers, closed
+// ports), releasing twice, releasing a lost lease, loss at the ttl,
+// keep-alive, re-entry under a saved holder id, Reissue above a floor, nil
+// and bad input, and exclusion with tokens growing in hold order under
+// contention.
 //
 // To prove a lease kind, adapt it with a [Harness] in a test and call
 // [Run]. The Harness takes plain functions and values, not the kind's

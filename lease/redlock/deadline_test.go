@@ -9,6 +9,7 @@ package redlock_test
 
 import (
 	"context"
+	"syscall"
 	"testing"
 	"time"
 
@@ -118,7 +119,31 @@ func TestAcquireDeadlineClosedPorts(t *testing.T) {
 			})
 			acquireErr(t, err)
 			assert.ElementsMatch(t, c.Nodes(), addrs(nodeErrors(err)), "an error per node")
+			// Each node's error names its refused dial, which go-redis
+			// drops when the context ends during its dial retries.
+			for _, ne := range nodeErrors(err) {
+				assert.ErrorIs(t, ne, syscall.ECONNREFUSED)
+				assert.ErrorContains(t, ne, "(last dial to "+ne.Addr+": connect: connection refused)")
+			}
 		})
+	}
+}
+
+// TestNodeTimeoutNamesRefusedDial: with nothing listening on any node and
+// go-redis retrying the dial for longer than the node timeout, each node's
+// error is ErrNodeTimeout and names the refused dial.
+func TestNodeTimeoutNamesRefusedDial(t *testing.T) {
+	t.Parallel()
+	c := newLocker(t, closedNodes(t, 3, 5), redlock.WithNodeTimeout(50*time.Millisecond))
+	_, err := c.TryAcquire(t.Context(), name(t), time.Minute)
+	require.ErrorIs(t, err, redlock.ErrNotAcquired)
+	assert.NotErrorIs(t, err, context.DeadlineExceeded, "the caller's context did not end")
+	nes := nodeErrors(err)
+	assert.GreaterOrEqual(t, len(nes), c.Quorum(), "an error per failed node: %v", err)
+	for _, ne := range nes {
+		assert.ErrorIs(t, ne, redlock.ErrNodeTimeout)
+		assert.ErrorIs(t, ne, syscall.ECONNREFUSED)
+		assert.ErrorContains(t, ne, "(last dial to "+ne.Addr+": connect: connection refused)")
 	}
 }
 

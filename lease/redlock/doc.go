@@ -3,6 +3,13 @@
 // stays available while a minority of the nodes is down, for
 // efficiency-class locking.
 //
+//	locks, err := redlock.New([]redis.UniversalClient{a, b, c}) // three independent masters
+//	l, err := locks.Acquire(ctx, "reports/daily", 30*time.Second)
+//	if err != nil {
+//		return err
+//	}
+//	defer l.Release(context.WithoutCancel(ctx))
+//
 // # The algorithm
 //
 // A [Client] is given N clients, one per independent master (N odd, usually

@@ -7,6 +7,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/fencelock/fencelock/internal/family"
 	"github.com/fencelock/fencelock/internal/notify"
 
 	"github.com/fencelock/fencelock/internal/lifetime"
@@ -17,6 +18,16 @@ type node struct {
 	addr   string
 	rdb    redis.UniversalClient
 	notify *notify.Notifier // its waiters' pub/sub, whose mode its releases follow
+	dials  *family.Dials    // its last failed dial, named when it did not answer
+}
+
+// named adds to a node's error of time (the node timeout or the caller's
+// context) the node's last failed dial since start.
+func (n node) named(err error, start time.Time) error {
+	if errors.Is(err, ErrNodeTimeout) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return n.dials.Name(err, start)
+	}
+	return err
 }
 
 // reply is one node's answer to a fanned-out call. err is nil when the node
@@ -43,7 +54,7 @@ type reply[T any] struct {
 func fanout[T any](ctx context.Context, nodes []node, timeout time.Duration,
 	op func(context.Context, node) (T, error), settled func([]reply[T]) bool,
 ) []reply[T] {
-	parent := ctx
+	parent, start := ctx, time.Now()
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 
@@ -67,7 +78,7 @@ collect:
 		case a := <-ch:
 			out[a.i] = reply[T]{val: a.val, in: true}
 			if a.err != nil {
-				out[a.i].err = &NodeError{Addr: nodes[a.i].addr, Err: nodeErr(parent, ctx, timeout, a.err)}
+				out[a.i].err = &NodeError{Addr: nodes[a.i].addr, Err: nodes[a.i].named(nodeErr(parent, ctx, timeout, a.err), start)}
 			}
 			if settled != nil && settled(out) {
 				break collect
@@ -82,7 +93,7 @@ collect:
 		case ctx.Err() == nil:
 			out[i].err = errNotAwaited // settled early
 		default:
-			out[i].err = &NodeError{Addr: nodes[i].addr, Err: nodeErr(parent, ctx, timeout, nil)}
+			out[i].err = &NodeError{Addr: nodes[i].addr, Err: nodes[i].named(nodeErr(parent, ctx, timeout, nil), start)}
 		}
 	}
 	return out

@@ -81,7 +81,7 @@ func New(nodes []redis.UniversalClient, opts ...lease.Option) (*Client, error) {
 			return nil, invalid("node %s is given twice; the nodes must be independent", addr)
 		}
 		seen[addr] = true
-		n := node{addr: addr, rdb: rdb, notify: notify.New(rdb)}
+		n := node{addr: addr, rdb: rdb, notify: notify.New(rdb), dials: family.DialsOf(rdb)}
 		c.nodes = append(c.nodes, n)
 		c.notify = append(c.notify, n.notify)
 	}

@@ -1,6 +1,12 @@
 // Package pgverifier checks fencing tokens in PostgreSQL, in the same
 // transaction as the write they protect.
 //
+//	v, err := pgverifier.New(pool) // after migrations.Apply(ctx, pool)
+//	err = v.WithTx(ctx, "accounts/7", l.Token(), func(tx pgx.Tx) error {
+//		_, err := tx.Exec(ctx, "UPDATE accounts SET balance = balance - 10 WHERE id = 7")
+//		return err
+//	})
+//
 // Each resource's high-water (the highest token it accepted, and the lock
 // it belongs to) is a row of the fence_tokens table, created by package
 // migrations. The guard is one statement,
@@ -62,7 +68,7 @@
 // lock, else a *verifier.StaleError{Resource, Token, Highest, HighestHolder}. The UPDATE
 // checks and writes in one statement, but it does not claim before read: a
 // read-modify-write must compute the new value in the same statement
-// (SET value = value + $4) or first run the fenced UPDATE with no change but
+// (SET value = value + $5) or first run the fenced UPDATE with no change but
 // the fence columns, in the transaction that then reads and writes.
 //
 // # Durability

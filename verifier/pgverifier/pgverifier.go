@@ -103,7 +103,7 @@ func New(db DB, opts ...Option) (*Verifier, error) {
 	}
 	table := pgx.Identifier(c.Table).Sanitize()
 	return &Verifier{
-		base:       kind.Base("postgres", c),
+		base:       kind.Base(observe.VerifierPostgres, c),
 		db:         db,
 		table:      table,
 		guardSQL:   scaffold.PostgresGuard(table),

@@ -3,6 +3,9 @@
 // the write and the raise of the high-water are one Lua script, so nothing
 // can run between them.
 //
+//	v, err := redisverifier.New(rdb)
+//	err = v.Set(ctx, "config/flags", l.Token(), "config:flags", data, 0) // SET only if the token holds
+//
 // The high-water of resource R is the hash PREFIX+R {seq, holder, lock} (see
 // [WithPrefix]). A resource is bound to the lock of the first token it
 // accepts; a token of another lock is refused with a

@@ -97,7 +97,7 @@ func New(rdb redis.Scripter, opts ...Option) (*Verifier, error) {
 	if err := scaffold.Apply(kind, &c, opts); err != nil {
 		return nil, err
 	}
-	return &Verifier{base: kind.Base("redis", c), rdb: rdb, prefix: c.Prefix}, nil
+	return &Verifier{base: kind.Base(observe.VerifierRedis, c), rdb: rdb, prefix: c.Prefix}, nil
 }
 
 // b returns v's scaffold; nil for a nil v.

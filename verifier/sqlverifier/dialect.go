@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/fencelock/fencelock/migrations"
+	"github.com/fencelock/fencelock/observe"
 	"github.com/fencelock/fencelock/verifier/internal/scaffold"
 )
 
@@ -55,14 +56,14 @@ type flavor struct {
 
 var flavors = map[Dialect]*flavor{
 	MySQL: {
-		name: "mysql", quote: "`", maxIdent: 64, length: utf8.RuneCountInString,
+		name: observe.VerifierMySQL, quote: "`", maxIdent: 64, length: utf8.RuneCountInString,
 		files:    []string{"guard", "check", "highest", "ensure", "move", "probe", "update"},
 		more:     func(_ string, st map[string]string) { st["refusal"] = st["check"] }, // a locking read: REPEATABLE READ
 		try:      (*Verifier).tryMySQL,
 		rowFirst: true,
 	},
 	Postgres: {
-		name: "postgres", quote: `"`, maxIdent: 63, length: func(s string) int { return len(s) },
+		name: observe.VerifierPostgres, quote: `"`, maxIdent: 63, length: func(s string) int { return len(s) },
 		files: []string{"check", "ensure", "move"},
 		more: func(table string, st map[string]string) { // pgverifier's guard and read
 			st["guard"] = scaffold.PostgresGuard(table)

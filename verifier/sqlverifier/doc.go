@@ -2,6 +2,12 @@
 // MySQL, MariaDB or PostgreSQL, in the same transaction as the write they
 // protect.
 //
+//	v, err := sqlverifier.New(db, sqlverifier.MySQL) // after migrations.ApplySQL
+//	err = v.WithTx(ctx, "accounts/7", l.Token(), func(tx *sql.Tx) error {
+//		_, err := tx.ExecContext(ctx, "UPDATE accounts SET balance = balance - 10 WHERE id = 7")
+//		return err
+//	})
+//
 // Each resource's high-water (the highest token it accepted) and the lock it
 // belongs to are a row of the fence_tokens table, created by package
 // migrations ([github.com/fencelock/fencelock/migrations.ApplySQL], or the files for your migration tool).

@@ -1,16 +1,16 @@
 // Package verifiertest is the conformance kit every fencelock verifier
-// passes against its real storage: the acceptance rule, the conflict rule,
-// one lock per resource, claim before read, moving a resource to another
-// lock, malformed input and hostile names, 32 concurrent writers, and a
-// failed write that must not raise the high-water.
-//
-// To prove a verifier of your own, adapt it with a [Harness] in a test and
-// call [Run]:
+// passes against its real storage.
 //
 //	func TestConformance(t *testing.T) {
 //		v := mystore.NewVerifier(...)
 //		verifiertest.Run(t, verifiertest.Harness{V: v, Highest: ..., Write: ..., Log: ..., FailWrite: ...})
 //	}
+//
+// It checks the acceptance rule, the conflict rule, one lock per resource,
+// claim before read, moving a resource to another lock, malformed input and
+// hostile names, 32 concurrent writers, and a failed write that must not
+// raise the high-water. To prove a verifier of your own, adapt it with a
+// [Harness] in a test, as above, and call [Run].
 //
 // Every test uses resource names of its own (see [Resource]), so the
 // harness may share one store across them. The kit imports testify.

@@ -38,6 +38,17 @@ const (
 	AnomalyHandedToGhost = "handed-to-ghost" // the lock went to a waiter that had left cleanly
 )
 
+// Anomalies lists each checker's anomaly kinds; bench/README.md names the
+// same (a test checks).
+var Anomalies = map[string][]string{
+	CheckerFencedMutex: {AnomalyStaleToken, AnomalyConflict, AnomalyInterleaved},
+	CheckerLostUpdate: {AnomalyLostIncr, AnomalyDuplicateIncr, AnomalyRolledBack, AnomalyLostAppend,
+		AnomalyPhantom, AnomalyExtraIncr},
+	CheckerLinearizable: {AnomalyNotLinearizable},
+	CheckerExclusion:    {AnomalyOverlap},
+	CheckerLiveness:     {AnomalyStuck, AnomalyHandedToGhost},
+}
+
 // Anomaly is one violation a checker found.
 type Anomaly struct {
 	Checker  string `json:"checker"`

@@ -1,0 +1,48 @@
+//go:build unix
+
+package main
+
+import (
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// TestDefaultsStated: the help texts and the package doc state the flag
+// defaults the command uses. Each pattern's group captures a stated value,
+// and each pattern must match.
+func TestDefaultsStated(t *testing.T) {
+	b, err := os.ReadFile("doc.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := strings.Join(strings.Fields(regexp.MustCompile(`(?m)^//`).ReplaceAllString(string(b), " ")), " ")
+	flat := func(s string) string { return strings.Join(strings.Fields(s), " ") }
+	texts := map[string]string{"doc.go": doc, "help": flat(usageText), "doctor help": flat(doctorUsage)}
+	for _, c := range []struct {
+		want, where, re string
+	}{
+		{defaultTTL.String(), "doc.go", `\(ttl --ttl, default (\S+)\)`},
+		{defaultTTL.String(), "doc.go", `the default --ttl (\S+) and`},
+		{defaultTTL.String(), "doc.go", `--ttl \(default (\S+)\) and --drift`},
+		{defaultGrace.String(), "doc.go", `and --grace (\S+) it is not`},
+		{defaultTimeout.String(), "doc.go", `within --timeout \(default (\S+)\)`},
+		{defaultRedisURL, "doc.go", `the default is (\S+),`},
+		{defaultPrefix, "doc.go", `keys and channel \(default "([^"]+)"\)`},
+		{defaultTTL.String(), "help", `--ttl D lease ttl \(default (\S+)\)`},
+		{defaultGrace.String(), "help", `--grace D SIGTERM to SIGKILL delay \(default (\S+)\)`},
+		{defaultTimeout.String(), "help", `slow or unreachable Redis \(default (\S+)\)`},
+		{defaultTTL.String(), "doctor help", `--ttl D the leases' ttl \(default (\S+)\)`},
+	} {
+		ms := regexp.MustCompile(c.re).FindAllStringSubmatch(texts[c.where], -1)
+		if len(ms) == 0 {
+			t.Errorf("%s: %s not found", c.where, c.re)
+		}
+		for _, m := range ms {
+			if m[1] != c.want {
+				t.Errorf("%s states %q where the command uses %q (%s)", c.where, m[1], c.want, c.re)
+			}
+		}
+	}
+}
