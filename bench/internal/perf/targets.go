@@ -88,8 +88,10 @@ func targets(rs []report.Result) []report.Target {
 	ratio("lease wake ≥ 200× faster than redsync-1", get("redsync-1", "wake", p50), wake, 200, true, "%.0f µs / %.1f µs")
 	ratio("redlock-5 uncontended p50 ≤ redsync-5", get("redlock-5", "uncontended", p50), get("redsync-5", "uncontended", p50), 1, false, "%.1f µs / %.1f µs")
 	ratio("pg_guarded p50 ≤ 1.2× pg_unguarded", get("postgres", "pg_guarded", p50), get("postgres", "pg_unguarded", p50), 1.2, false, "%.1f µs / %.1f µs")
+	ratio("pg_perrow p50 ≤ 1.3× pg_unguarded", get("postgres", "pg_perrow", p50), get("postgres", "pg_unguarded", p50), 1.3, false, "%.1f µs / %.1f µs")
 	for _, db := range []string{"mariadb", "postgres-sql"} {
-		ratio("sql_guarded p50 ≤ 1.2× sql_unguarded ("+db+")", get(db, "sql_guarded", p50), get(db, "sql_unguarded", p50), 1.2, false, "%.1f µs / %.1f µs")
+		ratio("sql_guarded p50 ≤ 1.3× sql_unguarded ("+db+")", get(db, "sql_guarded", p50), get(db, "sql_unguarded", p50), 1.3, false, "%.1f µs / %.1f µs")
+		ratio("sql_perrow p50 ≤ 1.3× sql_unguarded ("+db+")", get(db, "sql_perrow", p50), get(db, "sql_unguarded", p50), 1.3, false, "%.1f µs / %.1f µs")
 	}
 	return out
 }

@@ -1,0 +1,227 @@
+package sqlverifier_test
+
+import (
+	"database/sql"
+	"errors"
+	"io"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/fencelock/fencelock/verifier/sqlverifier"
+)
+
+// turnCounter is a TCP proxy that counts round trips on the wire: a turn
+// is the server answering after the client spoke. Statements the client
+// sends without waiting for an answer (MySQL's COM_STMT_CLOSE, a pipeline)
+// count with the next answer, as they cost no round trip of their own.
+type turnCounter struct {
+	ln     net.Listener
+	target string
+
+	mu     sync.Mutex
+	spoke  bool // the client sent something since the server last answered
+	turns  int
+	closed bool
+	conns  []net.Conn
+	wg     sync.WaitGroup
+}
+
+// newTurnCounter proxies 127.0.0.1:0 to target until the test ends.
+func newTurnCounter(t testing.TB, target string) *turnCounter {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	p := &turnCounter{ln: ln, target: target}
+	p.wg.Add(1)
+	go p.accept()
+	t.Cleanup(p.close)
+	return p
+}
+
+func (p *turnCounter) addr() string { return p.ln.Addr().String() }
+
+// take returns the turns counted since the last take.
+func (p *turnCounter) take() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := p.turns
+	p.turns = 0
+	return n
+}
+
+func (p *turnCounter) accept() {
+	defer p.wg.Done()
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		s, err := net.Dial("tcp", p.target)
+		if err != nil {
+			c.Close()
+			continue
+		}
+		p.mu.Lock()
+		if p.closed {
+			p.mu.Unlock()
+			c.Close()
+			s.Close()
+			return
+		}
+		p.conns = append(p.conns, c, s)
+		p.wg.Add(2)
+		p.mu.Unlock()
+		go p.pump(s, c, true)
+		go p.pump(c, s, false)
+	}
+}
+
+// pump copies src to dst; toServer says which way, for the count.
+func (p *turnCounter) pump(dst, src net.Conn, toServer bool) {
+	defer p.wg.Done()
+	defer dst.Close()
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			p.mu.Lock()
+			if toServer {
+				p.spoke = true // before the server can see it
+			} else if p.spoke {
+				p.spoke = false
+				p.turns++
+			}
+			p.mu.Unlock()
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
+				_ = err // a cut connection ends the pump either way
+			}
+			return
+		}
+	}
+}
+
+func (p *turnCounter) close() {
+	p.mu.Lock()
+	p.closed = true
+	cs := p.conns
+	p.mu.Unlock()
+	p.ln.Close()
+	for _, c := range cs {
+		c.Close()
+	}
+	p.wg.Wait()
+}
+
+// viaProxy returns tg's DSN with the server address replaced by addr, and
+// the server address.
+func (tg target) viaProxy(t testing.TB) (dsn, server string) {
+	t.Helper()
+	var rest string
+	switch tg.d {
+	case sqlverifier.MySQL: // user@tcp(host:port)/db?...
+		i, j := strings.Index(tg.dsn, "tcp("), strings.Index(tg.dsn, ")/")
+		require.True(t, i >= 0 && j > i, "DSN %q", tg.dsn)
+		server, rest = tg.dsn[i+4:j], tg.dsn[j:]
+		return tg.dsn[:i+4] + "%s" + rest, server
+	default: // postgres://user@host:port/db?...
+		i := strings.Index(tg.dsn, "@")
+		j := strings.Index(tg.dsn[i:], "/") + i
+		require.True(t, i >= 0 && j > i, "DSN %q", tg.dsn)
+		server, rest = tg.dsn[i+1:j], tg.dsn[j:]
+		return tg.dsn[:i+1] + "%s" + rest, server
+	}
+}
+
+// TestRoundTrips counts, on the wire, the round trips of one fenced write
+// on one connection once warm (the resource's row exists, statements are
+// cached): Exec and WithTx may cost at most one more than the same UPDATE
+// in a plain transaction (begin, UPDATE, commit).
+func TestRoundTrips(t *testing.T) {
+	each(t, func(t *testing.T, tg target) {
+		ctx := t.Context()
+		pattern, server := tg.viaProxy(t)
+		px := newTurnCounter(t, server)
+		db, err := sql.Open(tg.driver, strings.Replace(pattern, "%s", px.addr(), 1))
+		require.NoError(t, err)
+		t.Cleanup(func() { db.Close() })
+		db.SetMaxOpenConns(1) // one session: the Conn subtest takes it from the pool
+		ddl, ins := `CREATE TABLE IF NOT EXISTS rt_accounts (id INT PRIMARY KEY, balance BIGINT NOT NULL) ENGINE=InnoDB`,
+			`INSERT IGNORE INTO rt_accounts VALUES (1, 0)`
+		if tg.d == sqlverifier.Postgres {
+			ddl, ins = `CREATE TABLE IF NOT EXISTS rt_accounts (id int PRIMARY KEY, balance bigint NOT NULL)`,
+				`INSERT INTO rt_accounts VALUES (1, 0) ON CONFLICT DO NOTHING`
+		}
+		for _, q := range []string{ddl, ins} {
+			_, err := db.ExecContext(ctx, q)
+			require.NoError(t, err)
+		}
+		update := tg.q(`UPDATE rt_accounts SET balance = balance + 1 WHERE id = ?`)
+		for _, name := range []string{"DB", "Conn"} {
+			t.Run(name, func(t *testing.T) {
+				var on sqlverifier.DB = db
+				if name == "Conn" {
+					c, err := db.Conn(ctx)
+					require.NoError(t, err)
+					defer c.Close()
+					on = c
+				}
+				v := tg.verifier(t, on)
+				res := "rt/" + t.Name()
+				var seq uint64
+				shapes := []struct {
+					name string
+					fn   func() error
+				}{
+					{"plain", func() error {
+						tx, err := on.BeginTx(ctx, nil)
+						if err != nil {
+							return err
+						}
+						defer tx.Rollback()
+						if _, err := tx.ExecContext(ctx, update, 1); err != nil {
+							return err
+						}
+						return tx.Commit()
+					}},
+					{"Exec", func() error {
+						seq++
+						_, err := v.Exec(ctx, res, tok("rt", seq, "h"), update, 1)
+						return err
+					}},
+					{"WithTx", func() error {
+						seq++
+						return v.WithTx(ctx, res, tok("rt", seq, "h"), func(tx *sql.Tx) error {
+							_, err := tx.ExecContext(ctx, update, 1)
+							return err
+						})
+					}},
+				}
+				const n = 10
+				turns := map[string]float64{}
+				for _, s := range shapes {
+					for range 3 { // warm: the row, the statement caches
+						require.NoError(t, s.fn(), s.name)
+					}
+					px.take()
+					for range n {
+						require.NoError(t, s.fn(), s.name)
+					}
+					turns[s.name] = float64(px.take()) / n
+				}
+				t.Logf("round trips per write: plain %.1f, Exec %.1f, WithTx %.1f", turns["plain"], turns["Exec"], turns["WithTx"])
+				require.Positive(t, turns["plain"])
+				require.LessOrEqual(t, turns["Exec"], turns["plain"]+1, "Exec")
+				require.LessOrEqual(t, turns["WithTx"], turns["plain"]+1, "WithTx")
+			})
+		}
+	})
+}
