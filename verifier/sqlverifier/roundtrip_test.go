@@ -2,9 +2,8 @@ package sqlverifier_test
 
 import (
 	"database/sql"
-	"errors"
-	"io"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -100,10 +99,7 @@ func (p *turnCounter) pump(dst, src net.Conn, toServer bool) {
 				return
 			}
 		}
-		if err != nil {
-			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
-				_ = err // a cut connection ends the pump either way
-			}
+		if err != nil { // EOF, or closed: the other side's pump ends too
 			return
 		}
 	}
@@ -205,19 +201,25 @@ func TestRoundTrips(t *testing.T) {
 						})
 					}},
 				}
-				const n = 10
-				turns := map[string]float64{}
+				// The median of 11 writes: a driver's liveness ping before
+				// one of them (pgx pings a connection idle for over a second)
+				// is no round trip of the write.
+				const n = 11
+				turns := map[string]int{}
 				for _, s := range shapes {
 					for range 3 { // warm: the row, the statement caches
 						require.NoError(t, s.fn(), s.name)
 					}
-					px.take()
-					for range n {
+					each := make([]int, n)
+					for i := range each {
+						px.take()
 						require.NoError(t, s.fn(), s.name)
+						each[i] = px.take()
 					}
-					turns[s.name] = float64(px.take()) / n
+					slices.Sort(each)
+					turns[s.name] = each[n/2]
 				}
-				t.Logf("round trips per write: plain %.1f, Exec %.1f, WithTx %.1f", turns["plain"], turns["Exec"], turns["WithTx"])
+				t.Logf("round trips per write: plain %d, Exec %d, WithTx %d", turns["plain"], turns["Exec"], turns["WithTx"])
 				require.Positive(t, turns["plain"])
 				require.LessOrEqual(t, turns["Exec"], turns["plain"]+1, "Exec")
 				require.LessOrEqual(t, turns["WithTx"], turns["plain"]+1, "WithTx")
