@@ -13,12 +13,20 @@ import (
 	"github.com/fencelock/fencelock/verifier/verifiertest"
 )
 
-// benchSetup returns one connection to tg with a one-row bench_accounts
-// table, and a verifier on that connection.
+// benchSetup returns one connection to tg with the bench tables (see
+// createBenchTables), a verifier on that connection, and the UPDATE.
 func benchSetup(b *testing.B, tg target) (*sql.Conn, *sqlverifier.Verifier, string) {
 	b.Helper()
-	ctx := b.Context()
 	c := tg.conn(b)
+	return c, tg.verifier(b, c), createBenchTables(b, tg, c)
+}
+
+// createBenchTables creates (if need be) the one-row bench_accounts and
+// bench_perrow tables, with the per-row high-water reset, and returns the
+// UPDATE of bench_accounts for tg.
+func createBenchTables(tb testing.TB, tg target, c sqlverifier.Querier) string {
+	tb.Helper()
+	ctx := tb.Context()
 	ddl, ins := `CREATE TABLE IF NOT EXISTS bench_accounts (id INT PRIMARY KEY, balance BIGINT NOT NULL) ENGINE=InnoDB`,
 		`INSERT IGNORE INTO bench_accounts VALUES (1, 0)`
 	perRowDDL, perRowIns := `CREATE TABLE IF NOT EXISTS bench_perrow (id INT PRIMARY KEY, balance BIGINT NOT NULL,
@@ -34,13 +42,13 @@ func benchSetup(b *testing.B, tg target) (*sql.Conn, *sqlverifier.Verifier, stri
 	reset := `UPDATE bench_perrow SET fence_seq = 0, fence_holder = '', fence_lock = NULL`
 	for _, q := range []string{ddl, ins, perRowDDL, perRowIns, reset} {
 		_, err := c.ExecContext(ctx, q)
-		require.NoError(b, err)
+		require.NoError(tb, err)
 	}
-	return c, tg.verifier(b, c), tg.q(`UPDATE bench_accounts SET balance = balance + 1 WHERE id = ?`)
+	return tg.q(`UPDATE bench_accounts SET balance = balance + 1 WHERE id = ?`)
 }
 
-// plain runs update in a transaction, unguarded.
-func plain(ctx context.Context, c *sql.Conn, update string) error {
+// plain runs update (with argument 1) in a transaction, unguarded.
+func plain(ctx context.Context, c sqlverifier.DB, update string) error {
 	tx, err := c.BeginTx(ctx, nil)
 	if err != nil {
 		return err

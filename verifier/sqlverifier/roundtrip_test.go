@@ -150,17 +150,7 @@ func TestRoundTrips(t *testing.T) {
 		require.NoError(t, err)
 		t.Cleanup(func() { db.Close() })
 		db.SetMaxOpenConns(1) // one session: the Conn subtest takes it from the pool
-		ddl, ins := `CREATE TABLE IF NOT EXISTS rt_accounts (id INT PRIMARY KEY, balance BIGINT NOT NULL) ENGINE=InnoDB`,
-			`INSERT IGNORE INTO rt_accounts VALUES (1, 0)`
-		if tg.d == sqlverifier.Postgres {
-			ddl, ins = `CREATE TABLE IF NOT EXISTS rt_accounts (id int PRIMARY KEY, balance bigint NOT NULL)`,
-				`INSERT INTO rt_accounts VALUES (1, 0) ON CONFLICT DO NOTHING`
-		}
-		for _, q := range []string{ddl, ins} {
-			_, err := db.ExecContext(ctx, q)
-			require.NoError(t, err)
-		}
-		update := tg.q(`UPDATE rt_accounts SET balance = balance + 1 WHERE id = ?`)
+		update := createBenchTables(t, tg, db)
 		for _, name := range []string{"DB", "Conn"} {
 			t.Run(name, func(t *testing.T) {
 				var on sqlverifier.DB = db
@@ -177,17 +167,7 @@ func TestRoundTrips(t *testing.T) {
 					name string
 					fn   func() error
 				}{
-					{"plain", func() error {
-						tx, err := on.BeginTx(ctx, nil)
-						if err != nil {
-							return err
-						}
-						defer tx.Rollback()
-						if _, err := tx.ExecContext(ctx, update, 1); err != nil {
-							return err
-						}
-						return tx.Commit()
-					}},
+					{"plain", func() error { return plain(ctx, on, update) }},
 					{"Exec", func() error {
 						seq++
 						_, err := v.Exec(ctx, res, tok("rt", seq, "h"), update, 1)
