@@ -60,13 +60,13 @@
 // statement together; package pgverifier can, with pgx.
 //
 // Measured (BenchmarkGuardOverhead, the five ways interleaved on one
-// connection, 3,000 rounds, on a shared 2-core machine; ratios to the
-// plain transaction): Exec 1.37× (MariaDB, default DSN), 1.56×
-// (interpolateParams=true, whose plain transaction is itself cheaper), and
-// 1.59× (PostgreSQL). The fastest pattern on both is the per-row pattern
-// below: 1.28× (MariaDB, default DSN: the longer statement is prepared
-// too), 1.07–1.11× (MariaDB, interpolateParams=true) and 1.00–1.02×
-// (PostgreSQL). `go run ./bench perf -scenarios sql` measures the same as
+// connection, 3,000 rounds, three runs on a shared 2-core machine; ratios
+// to the plain transaction): Exec 1.37–1.42× (MariaDB, default DSN),
+// 1.56–1.67× (interpolateParams=true, whose plain transaction is itself
+// cheaper) and 1.54–1.61× (PostgreSQL); WithTx the same. The fastest
+// pattern on both is the per-row pattern below: 1.09–1.28× (MariaDB,
+// default DSN: the longer statement is prepared too), 1.07–1.12× (MariaDB,
+// interpolateParams=true) and 1.00–1.04× (PostgreSQL). `go run ./bench perf -scenarios sql` measures the same as
 // sql_unguarded, sql_guarded and sql_perrow.
 //
 // # Per-row fence columns
