@@ -72,16 +72,14 @@
 // [Verifier.Exec] is three as well (the guard and the statement go out
 // together), [Verifier.WithTx] four, and the per-row UPDATE in a
 // transaction three. Measured with BenchmarkGuardOverhead (the four ways
-// interleaved on one connection, 3,000 rounds, a shared 2-core machine),
-// as ratios to the plain transaction: WithTx 1.47×, Exec 1.06×, per-row
-// 0.81× (that plain UPDATE has no argument, so pgx sends it by the simple
-// protocol, planned every time, while the per-row one is a prepared
-// statement: read it as "no dearer"). `go run ./bench perf -scenarios pg`
-// measures the same as pg_unguarded, pg_guarded, pg_guarded_withtx and
-// pg_perrow, all with one argument, where per-row comes out at 1.0–1.2×
-// and Exec at 1.2–1.4×. The fastest is the per-row pattern when the data
-// is one row per resource; otherwise Exec, for a write that needs no read
-// in Go first.
+// interleaved on one connection, the same UPDATE with one argument, 3,000
+// rounds, two runs on a shared 2-core machine), as ratios to the plain
+// transaction: WithTx 1.52–1.61×, Exec 1.30–1.33× (no round trip more,
+// but the guard's own work on the server), per-row 1.03–1.06×. `go run
+// ./bench perf -scenarios pg` measures the same as pg_unguarded,
+// pg_guarded, pg_guarded_withtx and pg_perrow. The fastest is the per-row
+// pattern when the data is one row per resource; otherwise Exec, for a
+// write that needs no read in Go first.
 //
 // # Durability
 //
