@@ -5,7 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 
-	_ "github.com/go-sql-driver/mysql" // the "mysql" driver
+	"github.com/go-sql-driver/mysql"   // the "mysql" driver, and its DSN
 	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" driver
 
 	"github.com/fencelock/fencelock/bench/internal/report"
@@ -124,8 +124,12 @@ func sqlBench(ctx context.Context, run *runner, lock, driver, dsn string, d sqlv
 		"sql_perrow":         "per-row pattern: BEGIN; UPDATE one row and its token columns, WHERE the token is accepted; COMMIT",
 	}
 	if d == sqlverifier.MySQL {
-		for k := range notes { // the DSN is the driver's default: no interpolateParams
-			notes[k] += "; a statement with arguments is prepared, run and closed (2 round trips), sqlverifier's guard is sent with literals (1)"
+		how := "; no interpolateParams in the DSN: a statement with arguments is prepared, run and closed (2 round trips), but sqlverifier's guard goes as one text statement (1)"
+		if cfg, err := mysql.ParseDSN(dsn); err == nil && cfg.InterpolateParams {
+			how = "; interpolateParams=true in the DSN: one round trip per statement"
+		}
+		for k := range notes {
+			notes[k] += how
 		}
 	}
 	out, err := shapes(run, "sql", lock, []shape{
