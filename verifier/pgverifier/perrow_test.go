@@ -27,7 +27,7 @@ const (
 		fence_holder text     NOT NULL DEFAULT '',
 		fence_lock   text)`
 
-	// fencedUpdate appends $4 to the row's log if the token ($2, $3) is
+	// fencedUpdate appends $5 to the row's log if the token ($2, $3, lock $4) is
 	// accepted by the row's high-water, and raises the high-water to it.
 	fencedUpdate = `UPDATE items
 		SET log = array_append(log, $5), fence_seq = $2, fence_holder = $3, fence_lock = $4

@@ -100,7 +100,7 @@ type statements struct {
 	ensure  string // the row, made if missing
 	move    string
 	probe   string // MySQL: does the row exist
-	update  string // MySQL: the guard's fast path
+	update  inline // MySQL: the guard's fast path, sent with literals
 }
 
 func (f *flavor) statements(d Dialect, table string) statements {
@@ -114,5 +114,5 @@ func (f *flavor) statements(d Dialect, table string) statements {
 	}
 	f.more(table, st)
 	return statements{guard: st["guard"], refusal: st["refusal"], check: st["check"], highest: st["highest"],
-		ensure: st["ensure"], move: st["move"], probe: st["probe"], update: st["update"]}
+		ensure: st["ensure"], move: st["move"], probe: st["probe"], update: newInline(st["update"])}
 }

@@ -20,9 +20,9 @@ import (
 )
 
 // Scenarios is every scenario group, in run order ("pg" runs pg_unguarded,
-// pg_guarded and pg_guarded_withtx with pgverifier; "sql" runs
-// sql_unguarded, sql_guarded and sql_guarded_withtx with sqlverifier on
-// MariaDB and on PostgreSQL).
+// pg_guarded, pg_guarded_withtx with pgverifier and pg_perrow; "sql" runs
+// sql_unguarded, sql_guarded, sql_guarded_withtx with sqlverifier and
+// sql_perrow on MariaDB and on PostgreSQL).
 var Scenarios = []string{"uncontended", "parallel", "wake", "hotkey", "hotkey64", "waiters", "pg", "sql"}
 
 // Usage is the synopsis of `bench perf`.

@@ -16,6 +16,19 @@ import (
 // pgUpdate is the write both pg scenarios make, in a transaction.
 const pgUpdate = `UPDATE fencelock_bench_accounts SET balance = balance + 1 WHERE id = $1`
 
+// pgPerRow is the same write by the per-row pattern (see package
+// pgverifier): the token's columns on the row itself, the write
+// conditional on them. $1 id, $2 seq, $3 holder, $4 the token's lock.
+const (
+	pgPerRowTable = `CREATE TABLE IF NOT EXISTS fencelock_bench_perrow (id bigint PRIMARY KEY, balance bigint NOT NULL,
+		fence_seq bigint NOT NULL, fence_holder text NOT NULL, fence_lock text)`
+	// perRowReset forgets the per-row high-water of an earlier run (both
+	// dialects): each run's tokens start at 1.
+	perRowReset = `UPDATE fencelock_bench_perrow SET fence_seq = 0, fence_holder = '', fence_lock = NULL WHERE id = 1`
+	pgPerRow    = `UPDATE fencelock_bench_perrow SET balance = balance + 1, fence_seq = $2, fence_holder = $3, fence_lock = $4
+		WHERE id = $1 AND (fence_lock IS NULL OR fence_lock = $4) AND (fence_seq < $2 OR (fence_seq = $2 AND fence_holder = $3))`
+)
+
 // pgBench compares one UPDATE in a transaction with the same UPDATE after
 // the verifier's guard (pgverifier.Exec: guard and UPDATE in one batch, and
 // pgverifier.WithTx: guard, then the caller's function), on one
@@ -34,7 +47,10 @@ func pgBench(ctx context.Context, run *runner, dsn string) ([]report.Result, str
 		return nil, version, err
 	}
 	if _, err := conn.Exec(ctx, `CREATE TABLE IF NOT EXISTS fencelock_bench_accounts (id bigint PRIMARY KEY, balance bigint NOT NULL);
-		INSERT INTO fencelock_bench_accounts VALUES (1, 0) ON CONFLICT DO NOTHING`); err != nil {
+		INSERT INTO fencelock_bench_accounts VALUES (1, 0) ON CONFLICT DO NOTHING;
+		`+pgPerRowTable+`;
+		INSERT INTO fencelock_bench_perrow VALUES (1, 0, 0, '', NULL) ON CONFLICT DO NOTHING;
+		`+perRowReset); err != nil {
 		return nil, version, err
 	}
 	v, err := pgverifier.New(conn)
@@ -68,13 +84,30 @@ func pgBench(ctx context.Context, run *runner, dsn string) ([]report.Result, str
 		}
 		return tx.Commit(ctx)
 	}
+	perrow := func() error {
+		seq++
+		tx, err := conn.Begin(ctx)
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback(context.WithoutCancel(ctx))
+		tag, err := tx.Exec(ctx, pgPerRow, 1, int64(seq), "bench", resource)
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() != 1 {
+			return fmt.Errorf("per-row write refused (%d rows)", tag.RowsAffected())
+		}
+		return tx.Commit(ctx)
+	}
 	notes := map[string]string{
 		"pg_unguarded":      "BEGIN; UPDATE one row; COMMIT — one connection, sequential",
 		"pg_guarded":        "pgverifier.Exec: BEGIN; guard and UPDATE one row in one batch; COMMIT — one connection, sequential",
 		"pg_guarded_withtx": "pgverifier.WithTx: BEGIN; guard; UPDATE one row (caller's function); COMMIT — one connection, sequential",
+		"pg_perrow":         "per-row pattern: BEGIN; UPDATE one row and its token columns, WHERE the token is accepted; COMMIT — one connection, sequential",
 	}
 	out, err := shapes(run, "pg", "postgres", []shape{
-		{"pg_unguarded", unguarded}, {"pg_guarded", guarded}, {"pg_guarded_withtx", guardedTx}}, notes)
+		{"pg_unguarded", unguarded}, {"pg_guarded", guarded}, {"pg_guarded_withtx", guardedTx}, {"pg_perrow", perrow}}, notes)
 	return out, version, err
 }
 

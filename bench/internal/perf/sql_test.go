@@ -43,9 +43,9 @@ func TestPerfDatabasesQuick(t *testing.T) {
 		got[r.Lock+" "+r.Scenario] = true
 	}
 	for _, want := range []string{
-		"postgres pg_unguarded", "postgres pg_guarded", "postgres pg_guarded_withtx",
-		"mariadb sql_unguarded", "mariadb sql_guarded", "mariadb sql_guarded_withtx",
-		"postgres-sql sql_unguarded", "postgres-sql sql_guarded", "postgres-sql sql_guarded_withtx",
+		"postgres pg_unguarded", "postgres pg_guarded", "postgres pg_guarded_withtx", "postgres pg_perrow",
+		"mariadb sql_unguarded", "mariadb sql_guarded", "mariadb sql_guarded_withtx", "mariadb sql_perrow",
+		"postgres-sql sql_unguarded", "postgres-sql sql_guarded", "postgres-sql sql_guarded_withtx", "postgres-sql sql_perrow",
 	} {
 		if !got[want] {
 			t.Errorf("no result for %s", want)
@@ -56,15 +56,15 @@ func TestPerfDatabasesQuick(t *testing.T) {
 	}
 	judged := 0
 	for _, tg := range rep.Targets {
-		if strings.HasPrefix(tg.Name, "sql_guarded") && tg.Met != nil {
+		if (strings.HasPrefix(tg.Name, "sql_") || strings.HasPrefix(tg.Name, "pg_")) && tg.Met != nil {
 			judged++
 		}
 	}
-	if judged != 2 {
-		t.Errorf("%d sql guard targets judged, want 2: %+v", judged, rep.Targets)
+	if judged != 6 { // pg_guarded, pg_perrow; sql_guarded and sql_perrow on both databases
+		t.Errorf("%d database targets judged, want 6: %+v", judged, rep.Targets)
 	}
 	table := stdout.String()
-	for _, s := range []string{"mariadb", "sql_guarded_withtx", "postgres-sql"} {
+	for _, s := range []string{"mariadb", "sql_guarded_withtx", "postgres-sql", "sql_perrow", "pg_perrow"} {
 		if !strings.Contains(table, s) {
 			t.Errorf("table lacks %q:\n%s", s, table)
 		}

@@ -210,8 +210,10 @@ func targets(rs, ceilings []report.Result) []report.Target {
 		return report.Field(get(lock, scen), f)
 	}
 	ratio("pg_guarded p50 ≤ 1.2× pg_unguarded", getF("postgres", "pg_guarded", p50), getF("postgres", "pg_unguarded", p50), 1.2, false, "%.1f µs / %.1f µs")
+	ratio("pg_perrow p50 ≤ 1.3× pg_unguarded", getF("postgres", "pg_perrow", p50), getF("postgres", "pg_unguarded", p50), 1.3, false, "%.1f µs / %.1f µs")
 	for _, db := range []string{"mariadb", "postgres-sql"} {
-		ratio("sql_guarded p50 ≤ 1.2× sql_unguarded ("+db+")", getF(db, "sql_guarded", p50), getF(db, "sql_unguarded", p50), 1.2, false, "%.1f µs / %.1f µs")
+		ratio("sql_guarded p50 ≤ 1.3× sql_unguarded ("+db+")", getF(db, "sql_guarded", p50), getF(db, "sql_unguarded", p50), 1.3, false, "%.1f µs / %.1f µs")
+		ratio("sql_perrow p50 ≤ 1.3× sql_unguarded ("+db+")", getF(db, "sql_perrow", p50), getF(db, "sql_unguarded", p50), 1.3, false, "%.1f µs / %.1f µs")
 	}
 	return ts.out
 }
