@@ -288,12 +288,15 @@ func (g *globals) supervise(cmd *exec.Cmd, l lease.Interface, ttl, grace time.Du
 	// --grace, but no later than the end game's SIGKILL would have come.
 	terminate := func(err error) {
 		lost = err
-		cut, past := lostGrace(ttl, grace, time.Until(l.Deadline()))
+		left := time.Until(l.Deadline())
+		cut, past := lostGrace(ttl, grace, left)
 		why := fmt.Sprintf("lost while the command ran (%v)", err)
 		switch {
 		case cut == grace:
-		case past:
+		case past && left <= 0:
 			why += fmt.Sprintf("; --grace %v shortened to %v: the lease's deadline has passed", grace, cut.Round(time.Millisecond))
+		case past:
+			why += fmt.Sprintf("; --grace %v shortened to %v: the lease's deadline is only %v away", grace, cut.Round(time.Millisecond), left.Round(time.Millisecond))
 		default:
 			why += fmt.Sprintf("; --grace %v shortened to %v to end the command before the lease's deadline", grace, cut.Round(time.Millisecond))
 		}
