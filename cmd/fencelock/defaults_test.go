@@ -10,7 +10,7 @@ import (
 )
 
 // TestDefaultsStated: the help texts and the package doc state the flag
-// defaults the command uses. Each pattern's group captures a stated value,
+// defaults and the SIGKILL margin (killMargin) the command uses. Each pattern's group captures a stated value,
 // and each pattern must match.
 func TestDefaultsStated(t *testing.T) {
 	b, err := os.ReadFile("doc.go")
@@ -34,6 +34,10 @@ func TestDefaultsStated(t *testing.T) {
 		{defaultGrace.String(), "help", `--grace D SIGTERM to SIGKILL delay \(default (\S+)\)`},
 		{defaultTimeout.String(), "help", `slow or unreachable Redis \(default (\S+)\)`},
 		{defaultTTL.String(), "doctor help", `--ttl D the leases' ttl \(default (\S+)\)`},
+		{killMargin.String(), "doc.go", `a margin \((\S+), at most ttl/10\)`},
+		{killMargin.String(), "help", `cut to ttl/2 - (\S+) if longer`},
+		{killMargin.String(), "help", `lands (\S+) before the lease's deadline`},
+		{killMargin.String(), "help", `\(after (\S+) if it has passed\)`},
 	} {
 		ms := regexp.MustCompile(c.re).FindAllStringSubmatch(texts[c.where], -1)
 		if len(ms) == 0 {

@@ -61,14 +61,19 @@
 // one slower than a sixth of the ttl, lets the deadline come closer), so
 // --grace is shortened to ttl/2 minus the margin when it is longer (with
 // the default --ttl 30s and --grace 10s it is not): with --ttl 3s, SIGTERM
-// comes 1.5s and SIGKILL 0.1s before the deadline. run then exits with status 4, and says
-// on stderr that the lease is being lost and when --grace was shortened.
+// comes 1.5s and SIGKILL 0.1s before the deadline. run then exits with
+// status 4, and says on stderr that the lease is being lost and when
+// --grace was shortened.
 //
 // When the lease is lost at once while the command runs (a refresh found
-// the lock gone, or the deadline passed while fencelock itself was paused),
-// run sends SIGTERM to the command's process group, SIGKILL after --grace
-// (default 10s), and exits with status 4; the lock may already have
-// another holder then. When the command exits, run releases the lock; a
+// the lock gone or held by another: deleted, or lost in a Redis restart or
+// failover; or the deadline passed while fencelock itself was paused), the
+// lock may already have another holder. run sends SIGTERM to the command's
+// process group and SIGKILL after --grace, but no later than the margin
+// before the lease's local deadline, as above; when that moment has
+// passed, SIGKILL comes after the margin (or --grace, if shorter). run
+// exits with status 4, and says on stderr when and why --grace was
+// shortened. When the command exits, run releases the lock; a
 // release that finds the lock already gone also means the lease was lost
 // while the command ran (status 4).
 //

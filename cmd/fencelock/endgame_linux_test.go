@@ -8,8 +8,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/fencelock/fencelock/internal/testenv"
 )
@@ -95,6 +98,106 @@ func TestRunKillsBeforeDeadline(t *testing.T) {
 	}
 }
 
+// stubbornChild is a command that writes its pid (its process group's id)
+// to the file pid and ignores SIGTERM.
+const stubbornChild = `echo $$ > pid.tmp && mv pid.tmp pid; trap "" TERM; sleep 60`
+
+// childGroup waits for stubbornChild's pid file in dir and returns its
+// process group, which the test kills when it ends (whatever fencelock did).
+func childGroup(t *testing.T, dir string) int {
+	t.Helper()
+	pgid, err := strconv.Atoi(strings.TrimSpace(waitFile(t, filepath.Join(dir, "pid"))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Kill(-pgid, syscall.SIGKILL) })
+	if len(groupRunning(t, pgid)) == 0 {
+		t.Fatal("the command is not running")
+	}
+	return pgid
+}
+
+// waitGroupGone waits until process group pgid no longer runs, and fails
+// the test if it still runs at by.
+func waitGroupGone(t *testing.T, pgid int, by time.Time, what string) {
+	t.Helper()
+	for len(groupRunning(t, pgid)) > 0 {
+		if time.Now().After(by) {
+			t.Fatalf("the command's process group %d %v still runs %s", pgid, groupRunning(t, pgid), what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestRunSuddenLossKillsBeforeDeadline: when the lock vanishes from Redis
+// (an operator deleted it, a restart or failover lost it), the next
+// refresh finds it gone and the lease ends at once, with most of its local
+// deadline still ahead. run cuts --grace (30s here) so that SIGKILL lands
+// before that deadline, even for a command that ignores SIGTERM, and exits
+// with status 4. Before, the command got the full --grace: 30s in which
+// the next holder could run beside it.
+func TestRunSuddenLossKillsBeforeDeadline(t *testing.T) {
+	t.Parallel()
+	const ttl, grace = 2 * time.Second, 30 * time.Second
+	name := lockName(t)
+	dir := t.TempDir()
+	begin := time.Now()
+	p := start(t, dir, on("run", "--ttl", ttl.String(), "--grace", grace.String(), name, "--", "sh", "-c", stubbornChild)...)
+	pgid := childGroup(t, dir)
+	opt, err := redis.ParseURL(redisURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb := redis.NewClient(opt)
+	defer rdb.Close()
+	if n, err := rdb.Del(t.Context(), "fencelock:{"+name+"}").Result(); err != nil || n != 1 {
+		t.Fatalf("deleting the lock key: %d, %v", n, err)
+	}
+	// The refresh that finds the lock gone comes within ttl/3; the lease's
+	// local deadline is then at most a ttl later. Allow a busy machine
+	// more: what matters is that the command does not get its 30s.
+	waitGroupGone(t, pgid, begin.Add(2*ttl+slack), "well past the lease's deadline, inside the --grace it was given")
+	t.Logf("the command's process group was gone %v after start", time.Since(begin).Round(time.Millisecond))
+	res := p.wait(t)
+	if res.code != exitLost {
+		t.Fatalf("exit %d, want %d (lease lost)", res.code, exitLost)
+	}
+	if !strings.Contains(res.stderr, "lost while the command ran") || !strings.Contains(res.stderr, "before the lease's deadline") {
+		t.Errorf("stderr %q does not say that the lease was lost and --grace shortened to end before its deadline", res.stderr)
+	}
+}
+
+// TestRunLossPastDeadlineShortGrace: a lease found lost after its local
+// deadline has passed (fencelock itself was paused past it: the lock may
+// already have another holder) gives a command that ignores SIGTERM only
+// the margin (100ms), not --grace (30s), before SIGKILL.
+func TestRunLossPastDeadlineShortGrace(t *testing.T) {
+	t.Parallel()
+	const ttl, grace = time.Second, 30 * time.Second
+	dir := t.TempDir()
+	p := start(t, dir, on("run", "--ttl", ttl.String(), "--grace", grace.String(), lockName(t), "--", "sh", "-c", stubbornChild)...)
+	pgid := childGroup(t, dir)
+	// Pause fencelock (not the command) past its ttl: the lock expires in
+	// Redis, and fencelock sees the lease lost only when it resumes.
+	if err := p.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2*ttl + ttl/2)
+	if err := p.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	resumed := time.Now()
+	waitGroupGone(t, pgid, resumed.Add(slack), "after fencelock resumed past the lease's deadline")
+	t.Logf("the command's process group was gone %v after fencelock resumed", time.Since(resumed).Round(time.Millisecond))
+	res := p.wait(t)
+	if res.code != exitLost {
+		t.Fatalf("exit %d, want %d (lease lost)", res.code, exitLost)
+	}
+	if !strings.Contains(res.stderr, "deadline has passed") {
+		t.Errorf("stderr %q does not say that --grace was shortened because the deadline has passed", res.stderr)
+	}
+}
+
 // TestRunHealthyLeaseLongGrace: a --grace longer than half the ttl does not
 // stop a command whose keep-alive succeeds.
 func TestRunHealthyLeaseLongGrace(t *testing.T) {
@@ -116,6 +219,25 @@ func TestEndGame(t *testing.T) {
 		term, g, margin := endGame(tc.ttl, tc.grace)
 		if term != tc.term || g != tc.g || margin != tc.margin {
 			t.Errorf("endGame(%v, %v) = %v, %v, %v; want %v, %v, %v", tc.ttl, tc.grace, term, g, margin, tc.term, tc.g, tc.margin)
+		}
+	}
+}
+
+func TestLostGrace(t *testing.T) {
+	for _, tc := range []struct {
+		ttl, grace, left, g time.Duration
+		past                bool
+	}{
+		{30 * time.Second, 10 * time.Second, 25 * time.Second, 10 * time.Second, false},              // defaults, deadline far: grace kept
+		{2 * time.Second, 30 * time.Second, 1300 * time.Millisecond, 1200 * time.Millisecond, false}, // SIGKILL margin before the deadline
+		{2 * time.Second, 50 * time.Millisecond, 1300 * time.Millisecond, 50 * time.Millisecond, false},
+		{2 * time.Second, 30 * time.Second, 100 * time.Millisecond, 100 * time.Millisecond, true}, // at the margin: past
+		{2 * time.Second, 30 * time.Second, -time.Second, 100 * time.Millisecond, true},
+		{500 * time.Millisecond, 30 * time.Second, -time.Second, 50 * time.Millisecond, true}, // margin ttl/10
+		{2 * time.Second, 0, -time.Second, 0, true},
+	} {
+		if g, past := lostGrace(tc.ttl, tc.grace, tc.left); g != tc.g || past != tc.past {
+			t.Errorf("lostGrace(%v, %v, %v) = %v, %v; want %v, %v", tc.ttl, tc.grace, tc.left, g, past, tc.g, tc.past)
 		}
 	}
 }

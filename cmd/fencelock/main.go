@@ -53,13 +53,14 @@ Commands:
   run      take lock NAME (with keep-alive) and run CMD with the fencing token in its
            environment: FENCE_TOKEN (SEQ:HOLDER:KEY), FENCE_KEY, FENCE_SEQ, FENCE_HOLDER.
            SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 are forwarded to the
-           command's process group. If refreshes fail, the command gets SIGTERM, and
-           SIGKILL after --grace, in time for SIGKILL to land before the lease's deadline
-           (--grace is cut to ttl/2 - 100ms if longer); if the lease is lost at once,
-           SIGTERM, then SIGKILL after --grace. The lock is released when the command exits.
+           command's process group. If refreshes fail, the command gets SIGTERM early
+           enough that SIGKILL, after --grace (cut to ttl/2 - 100ms if longer), lands
+           100ms before the lease's deadline; if the lease is lost at once, SIGTERM, then
+           SIGKILL after --grace but no later than that (after 100ms if it has passed).
+           The lock is released when the command exits.
              --ttl D     lease ttl (default 30s); refreshed every ttl/3
              --wait D    how long to wait for the lock (default 0: try once, within --timeout)
-             --grace D   SIGTERM to SIGKILL delay (default 10s)
+             --grace D   SIGTERM to SIGKILL delay (default 10s), shortened as said above
   inspect  print the lock's holder, token, remaining ttl, counter (last Seq) and waiters;
            with Redlock, the majority's view and one line per node
              --json      print JSON

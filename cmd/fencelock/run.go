@@ -201,8 +201,8 @@ func (g *globals) release(l lease.Interface) error {
 }
 
 // killMargin is how long before the lease's local deadline SIGKILL is sent
-// to the command when the lease is being lost (at most a tenth of the ttl):
-// time for the kernel to end the process group.
+// to the command when the lease is being lost or was lost (at most a tenth
+// of the ttl): time for the kernel to end the process group.
 const killMargin = 100 * time.Millisecond
 
 // endGame is when run stops the command of a lease whose refreshes fail:
@@ -215,6 +215,21 @@ func endGame(ttl, grace time.Duration) (term, g, margin time.Duration) {
 	margin = min(killMargin, ttl/10)
 	g = max(min(grace, ttl/2-margin), 0)
 	return g + margin, g, margin
+}
+
+// lostGrace is the grace of a command whose lease was lost at once (a
+// refresh found the lock gone or held by another, or the deadline passed
+// while fencelock was paused), with left before the lease's local
+// deadline: --grace, cut so that SIGKILL lands endGame's margin before
+// the deadline, as in the end game. When that moment has passed, the lock
+// may already have another holder: the command gets min(grace, margin),
+// time to act on SIGTERM but not to run on; past reports that case.
+func lostGrace(ttl, grace, left time.Duration) (g time.Duration, past bool) {
+	_, _, margin := endGame(ttl, grace)
+	if left -= margin; left > 0 {
+		return min(grace, left), false
+	}
+	return min(grace, margin), true
 }
 
 // supervise runs cmd under lease l (of ttl) and returns run's exit status.
@@ -269,9 +284,23 @@ func (g *globals) supervise(cmd *exec.Cmd, l lease.Interface, ttl, grace time.Du
 		killAt = at
 		kill = time.After(time.Until(at))
 	}
+	// terminate stops the command of a lease lost at once: SIGKILL after
+	// --grace, but no later than the end game's SIGKILL would have come.
 	terminate := func(err error) {
 		lost = err
-		stop(fmt.Sprintf("lost while the command ran (%v)", err), time.Now().Add(grace))
+		left := time.Until(l.Deadline())
+		cut, past := lostGrace(ttl, grace, left)
+		why := fmt.Sprintf("lost while the command ran (%v)", err)
+		switch {
+		case cut == grace:
+		case past && left <= 0:
+			why += fmt.Sprintf("; --grace %v shortened to %v: the lease's deadline has passed", grace, cut.Round(time.Millisecond))
+		case past:
+			why += fmt.Sprintf("; --grace %v shortened to %v: the lease's deadline is only %v away", grace, cut.Round(time.Millisecond), left.Round(time.Millisecond))
+		default:
+			why += fmt.Sprintf("; --grace %v shortened to %v to end the command before the lease's deadline", grace, cut.Round(time.Millisecond))
+		}
+		stop(why, time.Now().Add(cut))
 	}
 	// Refreshes that fail bring the deadline near: stop the command so
 	// that SIGKILL lands before the deadline, not grace after it.

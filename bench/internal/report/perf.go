@@ -71,15 +71,16 @@ type Target struct {
 	Met      *bool    `json:"met,omitempty"` // nil when a figure is missing
 }
 
-// Verdict is "met", "MISSED", or "n/a" when a figure is missing.
+// Verdict is VerdictMet, VerdictMissed, or VerdictNA when a figure is
+// missing.
 func (t Target) Verdict() string {
 	switch {
 	case t.Met == nil:
-		return "n/a"
+		return VerdictNA
 	case *t.Met:
-		return "met"
+		return VerdictMet
 	}
-	return "MISSED"
+	return VerdictMissed
 }
 
 // Find returns the result of lock in scenario that ran, or nil.

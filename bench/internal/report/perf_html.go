@@ -85,7 +85,7 @@ func WritePerfHTML(path string, rep *Perf) error {
 		p.WriteString("<h2>Targets</h2><p class=note>the issue's, on this run; ratios are medians of paired rounds where the locks took turns</p>\n")
 		p.WriteString("<table><tr><th class=t>target</th><th class=t>verdict</th><th class=t>measured</th></tr>\n")
 		for _, t := range rep.Targets {
-			cls := map[string]string{"met": "met", "MISSED": "missed", "n/a": "na"}[t.Verdict()]
+			cls := map[string]string{VerdictMet: "met", VerdictMissed: "missed", VerdictNA: "na"}[t.Verdict()]
 			fmt.Fprintf(p, "<tr><td class=wrap>%s</td><td class=\"t %s\">%s</td><td class=wrap>%s</td></tr>\n", esc(t.Name), cls, t.Verdict(), esc(t.Measured))
 		}
 		p.WriteString("</table>\n")

@@ -52,9 +52,9 @@ what keeps an overlap from reaching the data, by having the verifier reject the 
 `, Plural(rep.Rounds, "faulted round"))
 
 	if len(rep.Violations) == 0 {
-		p.WriteString("<div class=verdict><b>Must hold:</b> <span class=ok>ok</span>: no fenced kind lost an update or accepted a stale write, and every scenario provoked an unfenced kind.</div>\n")
+		p.WriteString("<div class=verdict><b>Must hold:</b> <span class=ok>" + VerdictOK + "</span>: no fenced kind lost an update or accepted a stale write, and every scenario provoked an unfenced kind.</div>\n")
 	} else {
-		fmt.Fprintf(p, "<div class=\"verdict bad\"><b>Must hold:</b> <span class=violated>%d violated</span><ul>\n", len(rep.Violations))
+		fmt.Fprintf(p, "<div class=\"verdict bad\"><b>Must hold:</b> <span class=violated>%d %s</span><ul>\n", len(rep.Violations), VerdictViolated)
 		for _, v := range rep.Violations {
 			fmt.Fprintf(p, "<li>%s</li>\n", esc(v))
 		}

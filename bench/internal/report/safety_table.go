@@ -85,10 +85,10 @@ func WriteSafetyTable(w io.Writer, rep *Safety) {
 
 	fmt.Fprintln(w)
 	if len(rep.Violations) == 0 {
-		fmt.Fprintln(w, "must hold: ok")
+		fmt.Fprintln(w, "must hold: "+VerdictOK)
 		return
 	}
-	fmt.Fprintf(w, "must hold: %d VIOLATED\n", len(rep.Violations))
+	fmt.Fprintf(w, "must hold: %d %s\n", len(rep.Violations), VerdictViolated)
 	for _, v := range rep.Violations {
 		fmt.Fprintf(w, "  - %s\n", v)
 	}

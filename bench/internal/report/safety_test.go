@@ -138,7 +138,7 @@ func TestSafetyHTML(t *testing.T) {
 		"fenced: token checked by the verifier",
 		"<span>3 lost ·</span> <span>2 stale</span>", "4 overlaps", "1 overlap<", "<span>15 acked /</span> <span>5 rejected</span>", "<span>6 acked /</span> <span>0 rejected</span> <span>/ 1 failed</span>", "did not finish",
 		`class="cell bad"`, `class="cell good"`, `class="cell err"`,
-		"3 violated",
+		"3 VIOLATED",
 		"clockjump/lease+verifier: fenced kind lost 1 update and accepted 0 stale writes",
 		"clockjump/naive: unfenced kind showed no anomaly",
 		"clockjump: provoked nothing in any unfenced kind",
@@ -162,7 +162,7 @@ func TestSafetyHTML(t *testing.T) {
 	// The verdict comes before the matrix; the matrix ends with how often
 	// each kind's data suffered: 1 of 2 scenarios for all three (redsync's
 	// errored clockjump cell counts as run).
-	if i, j := strings.Index(page, "3 violated"), strings.Index(page, "<table class=matrix>"); i < 0 || j < 0 || i > j {
+	if i, j := strings.Index(page, "3 VIOLATED"), strings.Index(page, "<table class=matrix>"); i < 0 || j < 0 || i > j {
 		t.Errorf("verdict not above the matrix (%d, %d)", i, j)
 	}
 	if n := strings.Count(page, "<span class=bad-n>1</span> of 2"); !strings.Contains(page, "the data suffered in") || n != 3 {
