@@ -37,7 +37,7 @@ func TestDefaultsStated(t *testing.T) {
 		{killMargin.String(), "doc.go", `a margin \((\S+), at most ttl/10\)`},
 		{killMargin.String(), "help", `cut to ttl/2 - (\S+) if longer`},
 		{killMargin.String(), "help", `lands (\S+) before the lease's deadline`},
-		{killMargin.String(), "help", `\(after (\S+) if it has passed\)`},
+		{killMargin.String(), "help", `then SIGKILL (\S+) later`},
 	} {
 		ms := regexp.MustCompile(c.re).FindAllStringSubmatch(texts[c.where], -1)
 		if len(ms) == 0 {

@@ -69,10 +69,8 @@
 // the lock gone or held by another: deleted, or lost in a Redis restart or
 // failover; or the deadline passed while fencelock itself was paused), the
 // lock may already have another holder. run sends SIGTERM to the command's
-// process group and SIGKILL after --grace, but no later than the margin
-// before the lease's local deadline, as above; when that moment has
-// passed, SIGKILL comes after the margin (or --grace, if shorter). run
-// exits with status 4, and says on stderr when and why --grace was
+// process group and SIGKILL after the margin (or --grace, if shorter),
+// exits with status 4, and says on stderr that --grace was
 // shortened. When the command exits, run releases the lock; a
 // release that finds the lock already gone also means the lease was lost
 // while the command ran (status 4).

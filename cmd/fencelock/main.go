@@ -55,8 +55,8 @@ Commands:
            SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 are forwarded to the
            command's process group. If refreshes fail, the command gets SIGTERM early
            enough that SIGKILL, after --grace (cut to ttl/2 - 100ms if longer), lands
-           100ms before the lease's deadline; if the lease is lost at once, SIGTERM, then
-           SIGKILL after --grace but no later than that (after 100ms if it has passed).
+           100ms before the lease's deadline; if the lease is lost at once (the lock may
+           have another holder already), SIGTERM, then SIGKILL 100ms later.
            The lock is released when the command exits.
              --ttl D     lease ttl (default 30s); refreshed every ttl/3
              --wait D    how long to wait for the lock (default 0: try once, within --timeout)

@@ -219,17 +219,12 @@ func endGame(ttl, grace time.Duration) (term, g, margin time.Duration) {
 
 // lostGrace is the grace of a command whose lease was lost at once (a
 // refresh found the lock gone or held by another, or the deadline passed
-// while fencelock was paused), with left before the lease's local
-// deadline: --grace, cut so that SIGKILL lands endGame's margin before
-// the deadline, as in the end game. When that moment has passed, the lock
-// may already have another holder: the command gets min(grace, margin),
-// time to act on SIGTERM but not to run on; past reports that case.
-func lostGrace(ttl, grace, left time.Duration) (g time.Duration, past bool) {
+// while fencelock was paused): the lock may already have another holder,
+// so the command gets min(grace, margin), endGame's margin: time to act on
+// SIGTERM but not to run on beside the next holder.
+func lostGrace(ttl, grace time.Duration) time.Duration {
 	_, _, margin := endGame(ttl, grace)
-	if left -= margin; left > 0 {
-		return min(grace, left), false
-	}
-	return min(grace, margin), true
+	return min(grace, margin)
 }
 
 // supervise runs cmd under lease l (of ttl) and returns run's exit status.
@@ -284,21 +279,13 @@ func (g *globals) supervise(cmd *exec.Cmd, l lease.Interface, ttl, grace time.Du
 		killAt = at
 		kill = time.After(time.Until(at))
 	}
-	// terminate stops the command of a lease lost at once: SIGKILL after
-	// --grace, but no later than the end game's SIGKILL would have come.
+	// terminate stops the command of a lease lost at once (lostGrace).
 	terminate := func(err error) {
 		lost = err
-		left := time.Until(l.Deadline())
-		cut, past := lostGrace(ttl, grace, left)
+		cut := lostGrace(ttl, grace)
 		why := fmt.Sprintf("lost while the command ran (%v)", err)
-		switch {
-		case cut == grace:
-		case past && left <= 0:
-			why += fmt.Sprintf("; --grace %v shortened to %v: the lease's deadline has passed", grace, cut.Round(time.Millisecond))
-		case past:
-			why += fmt.Sprintf("; --grace %v shortened to %v: the lease's deadline is only %v away", grace, cut.Round(time.Millisecond), left.Round(time.Millisecond))
-		default:
-			why += fmt.Sprintf("; --grace %v shortened to %v to end the command before the lease's deadline", grace, cut.Round(time.Millisecond))
+		if cut < grace {
+			why += fmt.Sprintf("; --grace %v shortened to %v: the lock may already have another holder", grace, cut.Round(time.Millisecond))
 		}
 		stop(why, time.Now().Add(cut))
 	}
