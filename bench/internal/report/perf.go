@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"strings"
+	"time"
 )
 
 // Perf is one run of `bench perf`: what -json writes and -html shows.
@@ -29,6 +30,9 @@ type Result struct {
 	MaxShare  *float64 `json:"max_share,omitempty"` // hotkey: largest worker's share
 	Workers   int      `json:"workers,omitempty"`   // hotkey, waiters: goroutines
 	Keys      int      `json:"keys,omitempty"`      // waiters: keys they wait on
+	// hotkey, hotkey64 and their sleep ceiling: how long each critical
+	// section holds the lock (the ceiling: each sleep), in ms.
+	HoldMs *float64 `json:"hold_ms,omitempty"`
 	// waiters: connections of the lock's own client(s) (found in CLIENT LIST
 	// by their name), of those the ones in pub/sub, and every connection on
 	// the lock's servers; the largest of two reads while the waiters wait.
@@ -172,6 +176,17 @@ func lockRows(rs []Result) []string {
 		}
 	}
 	return out
+}
+
+// holdOf is the hold of the first of rs that has one: "1 ms", and as a
+// duration; ok is false for a run recorded before hold_ms.
+func holdOf(rs ...*Result) (text string, d time.Duration, ok bool) {
+	for _, r := range rs {
+		if r != nil && r.HoldMs != nil {
+			return fmt.Sprintf("%g ms", *r.HoldMs), time.Duration(*r.HoldMs * float64(time.Millisecond)), true
+		}
+	}
+	return "", 0, false
 }
 
 func fmtUs(p *float64) string {
