@@ -45,10 +45,11 @@ type Result struct {
 	CPUPerSec     *float64 `json:"cpu_per_sec,omitempty"`
 	AllAcquiredMs *float64 `json:"all_acquired_ms,omitempty"`
 	// Interleaved scenarios (uncontended, parallel, wake, hotkey,
-	// hotkey64): the lock's figure in each round (p50 µs, or ops/s), in
-	// round order; null for a round with no figure. Every lock ran a short
-	// slice in each round, in turn, so PerRound[i] of two locks were
-	// measured moments apart: their ratio is a paired ratio.
+	// hotkey64, and the database writes pg_*, sql_*): the lock's (write's)
+	// figure in each round (p50 µs, or ops/s), in round order; null for a
+	// round with no figure. Every lock ran a short slice in each round, in
+	// turn, so PerRound[i] of two locks were measured moments apart: their
+	// ratio is a paired ratio.
 	PerRound Figures `json:"per_round,omitempty"`
 	// The medians of the paired ratios: this lock's figure over raw's, over
 	// the best peer's (named by BestPeer: the peer with the best figure of

@@ -96,3 +96,46 @@ func TestProgressPlain(t *testing.T) {
 		t.Errorf("throttled: %d lines, want one per topic: %q", n, b.String())
 	}
 }
+
+// TestPerfHold: the hotkey tables and charts say the hold the run used
+// (hold_ms), and say none for a run recorded without it.
+func TestPerfHold(t *testing.T) {
+	rows := func(hold *float64) *Perf {
+		return &Perf{Header: Header{Command: "go run ./bench perf"},
+			Results: []Result{{Lock: "lease", Scenario: "hotkey", Workers: 8, HoldMs: hold, OpsPerSec: Ptr(1500), MinShare: Ptr(0.1), MaxShare: Ptr(0.15)}},
+			Ceilings: []Result{{Lock: "time.Sleep", Scenario: "hotkey", HoldMs: hold, OpsPerSec: Ptr(1900), P50us: Ptr(520)}}}
+	}
+	for _, c := range []struct {
+		hold       *float64
+		text, html []string
+	}{
+		{Ptr(0.5), []string{"each holding the lock 0.5 ms", "time.Sleep(500µs) alone"}, []string{"8 workers, one key, 0.5 ms held"}},
+		{nil, []string{"each holding the lock a while", "time.Sleep of the hold alone"}, []string{"8 workers, one key · "}},
+	} {
+		rep := rows(c.hold)
+		var out bytes.Buffer
+		WritePerfTable(&out, rep)
+		text := strings.Join(strings.Fields(out.String()), " ")
+		for _, s := range c.text {
+			if !strings.Contains(text, s) {
+				t.Errorf("hold %v: the table lacks %q:\n%s", c.hold, s, out.String())
+			}
+		}
+		if strings.Contains(text, "1 ms") || strings.Contains(text, "1ms") {
+			t.Errorf("hold %v: the table says 1 ms:\n%s", c.hold, out.String())
+		}
+		path := filepath.Join(t.TempDir(), "perf.html")
+		if err := WritePerfHTML(path, rep); err != nil {
+			t.Fatal(err)
+		}
+		page, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range c.html {
+			if !bytes.Contains(page, []byte(s)) {
+				t.Errorf("hold %v: the HTML lacks %q", c.hold, s)
+			}
+		}
+	}
+}
