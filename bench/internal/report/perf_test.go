@@ -102,7 +102,7 @@ func TestProgressPlain(t *testing.T) {
 func TestPerfHold(t *testing.T) {
 	rows := func(hold *float64) *Perf {
 		return &Perf{Header: Header{Command: "go run ./bench perf"},
-			Results: []Result{{Lock: "lease", Scenario: "hotkey", Workers: 8, HoldMs: hold, OpsPerSec: Ptr(1500), MinShare: Ptr(0.1), MaxShare: Ptr(0.15)}},
+			Results:  []Result{{Lock: "lease", Scenario: "hotkey", Workers: 8, HoldMs: hold, OpsPerSec: Ptr(1500), MinShare: Ptr(0.1), MaxShare: Ptr(0.15)}},
 			Ceilings: []Result{{Lock: "time.Sleep", Scenario: "hotkey", HoldMs: hold, OpsPerSec: Ptr(1900), P50us: Ptr(520)}}}
 	}
 	for _, c := range []struct {
