@@ -28,7 +28,7 @@ type Result struct {
 	Samples   int      `json:"samples,omitempty"`
 	MinShare  *float64 `json:"min_share,omitempty"` // hotkey: smallest worker's share of the critical sections
 	MaxShare  *float64 `json:"max_share,omitempty"` // hotkey: largest worker's share
-	Workers   int      `json:"workers,omitempty"`   // hotkey, waiters: goroutines
+	Workers   int      `json:"workers,omitempty"`   // parallel, hotkey, waiters: goroutines
 	Keys      int      `json:"keys,omitempty"`      // waiters: keys they wait on
 	// hotkey, hotkey64 and their sleep ceiling: how long each critical
 	// section holds the lock (the ceiling: each sleep), in ms.

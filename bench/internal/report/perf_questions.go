@@ -127,7 +127,9 @@ func questions(rep *Perf) []question {
 	}
 	if rs := scenarioResults(rep, "parallel"); len(rs) > 0 {
 		workers := "many"
-		if n := noteWorkers(rs[0].Note); n != "" {
+		if n := noteWorkers(rs[0].Note); rs[0].Workers > 0 {
+			workers = fmt.Sprint(rs[0].Workers)
+		} else if n != "" { // a run recorded before parallel's workers
 			workers = n
 		}
 		q := question{id: "parallel", title: "How much does it do in parallel?",

@@ -139,3 +139,15 @@ func TestPerfHold(t *testing.T) {
 		}
 	}
 }
+
+// TestPerfParallelWorkers: the parallel table says the goroutines the run
+// used (workers).
+func TestPerfParallelWorkers(t *testing.T) {
+	rep := &Perf{Header: Header{Command: "go run ./bench perf"},
+		Results: []Result{{Lock: "lease", Scenario: "parallel", Workers: 32, OpsPerSec: Ptr(9000)}}}
+	var out bytes.Buffer
+	WritePerfTable(&out, rep)
+	if !strings.Contains(out.String(), "per second, 32 goroutines") {
+		t.Errorf("the parallel table does not say 32 goroutines:\n%s", out.String())
+	}
+}
