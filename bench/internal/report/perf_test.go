@@ -42,14 +42,9 @@ func TestPerfErrorCause(t *testing.T) {
 	}
 }
 
-// TestPerfHTMLLabels: a long label gets a label column wide enough, and
-// the error cell names the cause.
-func TestPerfHTMLLabels(t *testing.T) {
-	rep := &Perf{Header: Header{Command: "go run ./bench perf"}, Results: []Result{
-		{Lock: "postgres", Scenario: "pg_unguarded", P50us: Ptr(300), P99us: Ptr(500)},
-		{Lock: "postgres", Scenario: "pg_guarded_withtx", P50us: Ptr(400), P99us: Ptr(600)},
-		{Lock: "redlock-3", Scenario: "parallel", OpsPerSec: Ptr(900), Errors: 2, FirstErr: "context deadline exceeded"},
-	}}
+// perfHTML is the HTML page of rep.
+func perfHTML(t *testing.T, rep *Perf) []byte {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "perf.html")
 	if err := WritePerfHTML(path, rep); err != nil {
 		t.Fatal(err)
@@ -58,6 +53,18 @@ func TestPerfHTMLLabels(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return page
+}
+
+// TestPerfHTMLLabels: a long label gets a label column wide enough, and
+// the error cell names the cause.
+func TestPerfHTMLLabels(t *testing.T) {
+	rep := &Perf{Header: Header{Command: "go run ./bench perf"}, Results: []Result{
+		{Lock: "postgres", Scenario: "pg_unguarded", P50us: Ptr(300), P99us: Ptr(500)},
+		{Lock: "postgres", Scenario: "pg_guarded_withtx", P50us: Ptr(400), P99us: Ptr(600)},
+		{Lock: "redlock-3", Scenario: "parallel", OpsPerSec: Ptr(900), Errors: 2, FirstErr: "context deadline exceeded"},
+	}}
+	page := perfHTML(t, rep)
 	// The label's right edge (text-anchor end) sits 8px left of the bars:
 	// 26 characters need about 180px.
 	m := regexp.MustCompile(`<text x="(\d+)" y="\d+" text-anchor="end" class=label>postgres pg_guarded_withtx</text>`).FindSubmatch(page)
@@ -124,14 +131,7 @@ func TestPerfHold(t *testing.T) {
 		if strings.Contains(text, "1 ms") || strings.Contains(text, "1ms") {
 			t.Errorf("hold %v: the table says 1 ms:\n%s", c.hold, out.String())
 		}
-		path := filepath.Join(t.TempDir(), "perf.html")
-		if err := WritePerfHTML(path, rep); err != nil {
-			t.Fatal(err)
-		}
-		page, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
+		page := perfHTML(t, rep)
 		for _, s := range c.html {
 			if !bytes.Contains(page, []byte(s)) {
 				t.Errorf("hold %v: the HTML lacks %q", c.hold, s)
