@@ -173,7 +173,7 @@ func questions(rep *Perf) []question {
 			caption: "from the holder's Release returning to the blocked waiter's acquire returning (" + pairing(rs) + ")",
 			head:    []string{"lock", "p50", "p99", "×best peer", "waiter first", "errors"}, left: 1, wrapCol: 5,
 			notes: []string{"before release returned: the waiter had the lock before the holder's Release call returned (a hand-off that needs no round trip of the waiter's own). waiter first: the share of samples where it did.",
-				"×best peer: as above, lower is faster (— when the lock's own p50 came before the release returned)."}}
+				"×best peer: as above, lower is faster (— when the lock's own p50 came before the release returned, or the best peer's did in most rounds)."}}
 		for _, r := range rs {
 			first := "—"
 			if r.Samples > 0 && len(r.PerRound) > 0 {
