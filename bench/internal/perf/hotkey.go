@@ -21,11 +21,12 @@ const sleepCeiling = "time.Sleep"
 // hotkey runs workers on one key per lock, each holding the lock for
 // hotHold per critical section, using the library's waiting acquire;
 // interleaved: in each round the sleep ceiling (time.Sleep(hotHold) in a
-// loop, the most critical sections a second any lock can give) and then
-// every lock with a waiting acquire run a slice, in turn. It reports
-// critical sections per second, their ratio to the ceiling's, and the
-// smallest and largest worker share (the medians over the rounds of each
-// round's). It returns the locks' results and the ceiling's.
+// loop, the most critical sections a second any lock can give) and every
+// lock with a waiting acquire run a slice, in turn (each round starting
+// one further on, see interleave). It reports critical sections per
+// second, their ratio to the ceiling's, and the smallest and largest
+// worker share (the medians over the rounds of each round's). It returns
+// the locks' results and the ceiling's.
 func hotkey(ctx context.Context, run *runner, ls []*locks.Lock, scenario string, workers int) ([]report.Result, report.Result) {
 	sz := run.sizes
 	can, idx, out := waiting(ls, scenario)
@@ -60,12 +61,14 @@ func hotkey(ctx context.Context, run *runner, ls []*locks.Lock, scenario string,
 	})
 	ceiling := report.Result{Lock: sleepCeiling, Scenario: scenario, Samples: sleeps, PerRound: figs[0],
 		Note: fmt.Sprintf("time.Sleep(%v) in a loop, %d rounds × %v, interleaved with the locks: the most critical sections a second a lock can give", sz.hotHold, sz.hotRounds, sz.hotSlice)}
+	hold := report.Ptr(float64(sz.hotHold) / float64(time.Millisecond))
+	ceiling.HoldMs = hold
 	if sleeps > 0 {
 		ceiling.OpsPerSec = report.Ptr(float64(sleeps) / slept.Seconds())
 		ceiling.P50us = report.Ptr(us(slept) / float64(sleeps)) // the mean sleep
 	}
 	for i, l := range can {
-		r := report.Result{Lock: l.Name, Scenario: scenario, Workers: workers, Samples: total[i], PerRound: figs[i+1],
+		r := report.Result{Lock: l.Name, Scenario: scenario, Workers: workers, HoldMs: hold, Samples: total[i], PerRound: figs[i+1],
 			Note: fmt.Sprintf("%d workers, one key, %v held; fair share %.3f; %d rounds × %v per lock, interleaved; shares: medians over the rounds",
 				workers, sz.hotHold, 1/float64(workers), sz.hotRounds, sz.hotSlice)}
 		if spent[i] > 0 {
@@ -74,7 +77,7 @@ func hotkey(ctx context.Context, run *runner, ls []*locks.Lock, scenario string,
 		if len(shares[i][0]) > 0 {
 			r.MinShare, r.MaxShare = report.Ptr(report.Median(shares[i][0])), report.Ptr(report.Median(shares[i][1]))
 		}
-		r.VsCeiling = report.Paired(&r, &ceiling)
+		r.VsCeiling = report.PairedRatio(&r, &ceiling)
 		errs[i].fill(&r)
 		out[idx[i]] = r
 	}

@@ -121,7 +121,7 @@ func parallel(ctx context.Context, run *runner, ls []*locks.Lock) []report.Resul
 	})
 	out := make([]report.Result, len(ls))
 	for i, l := range ls {
-		out[i] = report.Result{Lock: l.Name, Scenario: "parallel", Samples: int(count[i]), PerRound: figs[i],
+		out[i] = report.Result{Lock: l.Name, Scenario: "parallel", Workers: sz.workers, Samples: int(count[i]), PerRound: figs[i],
 			Note: fmt.Sprintf("%d goroutines, distinct keys; %d rounds × %v per lock, interleaved", sz.workers, sz.parRounds, sz.slice)}
 		if spent[i] > 0 {
 			out[i].OpsPerSec = report.Ptr(float64(count[i]) / spent[i].Seconds())

@@ -127,6 +127,12 @@ func TestPerfQuick(t *testing.T) {
 	if w := seen["lease/hotkey64"].Workers; w != 64 {
 		t.Errorf("lease/hotkey64 ran %d workers", w)
 	}
+	if w := seen["lease/parallel"].Workers; w != quickSizes.workers {
+		t.Errorf("lease/parallel ran %d workers, want %d", w, quickSizes.workers)
+	}
+	if h := seen["lease/hotkey"].HoldMs; h == nil || *h != float64(quickSizes.hotHold)/1e6 {
+		t.Errorf("lease/hotkey: hold_ms %v, want %v", h, quickSizes.hotHold)
+	}
 	// lease waits with pub/sub, rueidislock with client-side caching.
 	if r := seen["lease/waiters"]; r.PubSubConns == nil || *r.PubSubConns < 1 {
 		t.Errorf("lease/waiters: no pub/sub connection seen: %+v", r)

@@ -106,7 +106,7 @@ func pgBench(ctx context.Context, run *runner, dsn string) ([]report.Result, str
 		"pg_guarded_withtx": "pgverifier.WithTx: BEGIN; guard; UPDATE one row (caller's function); COMMIT — one connection, sequential",
 		"pg_perrow":         "per-row pattern: BEGIN; UPDATE one row and its token columns, WHERE the token is accepted; COMMIT — one connection, sequential",
 	}
-	out, err := shapes(run, "pg", "postgres", []shape{
+	out, err := shapes(ctx, run, "pg", "postgres", []shape{
 		{"pg_unguarded", unguarded}, {"pg_guarded", guarded}, {"pg_guarded_withtx", guardedTx}, {"pg_perrow", perrow}}, notes)
 	return out, version, err
 }
@@ -117,12 +117,13 @@ type shape struct {
 	fn       func() error
 }
 
-// shapes times each shape's write, alternating batches of them so all see
-// the same load, after a warm-up (prepared statements, the rows), and
-// returns one result per shape for lock.
-func shapes(run *runner, group, lock string, ks []shape, notes map[string]string) ([]report.Result, error) {
-	samples := make([][]time.Duration, len(ks))
-	spent := make([]time.Duration, len(ks))
+// shapes times each shape's write after a warm-up (prepared statements,
+// the rows), interleaved like the locks: in each round every shape makes
+// a batch of writes, in turn. A round's figure is the p50 of its batch, so
+// each shape's figures can be paired with the unguarded write's of the
+// same round. It returns one result per shape for lock, and the first
+// error of a write (which ends the run).
+func shapes(ctx context.Context, run *runner, group, lock string, ks []shape, notes map[string]string) ([]report.Result, error) {
 	for _, k := range ks {
 		for range 20 {
 			if err := k.fn(); err != nil {
@@ -131,24 +132,43 @@ func shapes(run *runner, group, lock string, ks []shape, notes map[string]string
 		}
 	}
 	sz := run.sizes
-	for round := range sz.pgRounds {
-		for i, k := range ks {
-			run.step(group, lock+" "+k.scenario, round+1, sz.pgRounds)
-			for range sz.pgBatch {
-				t0 := time.Now()
-				if err := k.fn(); err != nil {
-					return nil, fmt.Errorf("%s: %w", k.scenario, err)
-				}
-				d := time.Since(t0)
-				samples[i] = append(samples[i], d)
-				spent[i] += d
+	samples := make([][]time.Duration, len(ks))
+	spent := make([]time.Duration, len(ks))
+	stepNames := make([]string, len(ks))
+	for i, k := range ks {
+		stepNames[i] = lock + " " + k.scenario
+	}
+	ictx, stop := context.WithCancel(ctx) // stop: a write failed
+	defer stop()
+	var failed error
+	figs := interleave(ictx, run, group, sz.pgRounds, stepNames, func(_, i int) float64 {
+		batch := make([]time.Duration, 0, sz.pgBatch)
+		for range sz.pgBatch {
+			t0 := time.Now()
+			if err := ks[i].fn(); err != nil {
+				failed = fmt.Errorf("%s: %w", ks[i].scenario, err)
+				stop()
+				break
 			}
+			batch = append(batch, time.Since(t0))
 		}
+		samples[i] = append(samples[i], batch...)
+		for _, d := range batch {
+			spent[i] += d
+		}
+		return p50Of(batch)
+	})
+	if failed != nil {
+		return nil, failed
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
 	}
 	out := make([]report.Result, len(ks))
 	for i, k := range ks {
-		out[i] = report.Result{Lock: lock, Scenario: k.scenario,
-			OpsPerSec: report.Ptr(float64(len(samples[i])) / spent[i].Seconds()), Note: notes[k.scenario]}
+		out[i] = report.Result{Lock: lock, Scenario: k.scenario, PerRound: figs[i],
+			OpsPerSec: report.Ptr(float64(len(samples[i])) / spent[i].Seconds()),
+			Note:      fmt.Sprintf("%s; %d rounds × %d per write, interleaved", notes[k.scenario], sz.pgRounds, sz.pgBatch)}
 		setLatency(&out[i], samples[i])
 	}
 	return out, nil

@@ -155,21 +155,26 @@ func TestPerfHTMLFits(t *testing.T) {
 	}
 }
 
-// TestInterleave: within each round every lock runs in turn, round after
+// TestInterleave: within each round every lock runs once, each round
+// starting one lock further on, and each figure lands at its lock and
 // round.
 func TestInterleave(t *testing.T) {
 	var order []string
 	run := newRunner(&bytes.Buffer{}, true)
-	figs := interleave(t.Context(), run, "test", 3, []string{"raw", "lease", "redislock"}, func(round, i int) float64 {
+	figs := interleave(t.Context(), run, "test", 4, []string{"raw", "lease", "redislock"}, func(round, i int) float64 {
 		order = append(order, strconv.Itoa(round)+[]string{"raw", "lease", "redislock"}[i])
 		return float64(10*round + i)
 	})
-	want := "0raw 0lease 0redislock 1raw 1lease 1redislock 2raw 2lease 2redislock"
+	want := "0raw 0lease 0redislock 1lease 1redislock 1raw 2redislock 2raw 2lease 3raw 3lease 3redislock"
 	if got := strings.Join(order, " "); got != want {
 		t.Errorf("order %q, want %q", got, want)
 	}
-	if figs[1][2] != 21 {
-		t.Errorf("figs = %v", figs)
+	for i := range 3 {
+		for r := range 4 {
+			if figs[i][r] != float64(10*r+i) {
+				t.Errorf("figs[%d][%d] = %v, want %d (figs %v)", i, r, figs[i][r], 10*r+i, figs)
+			}
+		}
 	}
 	rs := []report.Result{
 		{Lock: "raw", Scenario: "parallel", OpsPerSec: report.Ptr(100), PerRound: report.Figures{100, 50, 200}},

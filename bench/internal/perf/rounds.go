@@ -7,12 +7,15 @@ import (
 	"github.com/fencelock/fencelock/bench/internal/report"
 )
 
-// interleave runs measure for each of names in turn, round after round
-// (raw, lease, a peer, raw, lease, a peer, ...), and returns the figure
-// each returned, per name and round (NaN when the run was cut short).
-// Each slice is short and every name has one in each round, so a change in
-// the machine's load weighs on all of them alike, and the figures of one
-// round can be compared as pairs (report.Paired).
+// interleave runs measure for each of names in turn, round after round,
+// and returns the figure each returned, per name and round (NaN when the
+// run was cut short). Each round starts one name further on (raw, lease,
+// a peer; lease, a peer, raw; ...), so no name always follows the same
+// neighbour (and the load it leaves behind). Each slice is short and every
+// name has one in each round, so a change in the machine's load weighs on
+// all of them alike, and the figures of one round can be compared as
+// pairs (report.Paired). measure gets the round and the index of the name
+// in names.
 func interleave(ctx context.Context, run *runner, scenario string, rounds int, names []string, measure func(round, i int) float64) []report.Figures {
 	figs := make([]report.Figures, len(names))
 	for i := range figs {
@@ -22,11 +25,12 @@ func interleave(ctx context.Context, run *runner, scenario string, rounds int, n
 		}
 	}
 	for round := range rounds {
-		for i, n := range names {
+		for j := range names {
+			i := (j + round) % len(names)
 			if ctx.Err() != nil {
 				return figs
 			}
-			run.step(scenario, n, round+1, rounds)
+			run.step(scenario, names[i], round+1, rounds)
 			figs[i][round] = measure(round, i)
 		}
 	}
@@ -46,9 +50,9 @@ func pairUp(rs []report.Result, fig func(*report.Result) *float64, lower bool) {
 		if rs[i].Skipped {
 			continue
 		}
-		rs[i].VsRaw = report.Paired(&rs[i], raw)
+		rs[i].VsRaw = report.PairedRatio(&rs[i], raw)
 		if best != nil {
-			rs[i].VsBest, rs[i].BestPeer = report.Paired(&rs[i], best), best.Lock
+			rs[i].VsBest, rs[i].BestPeer = report.PairedRatio(&rs[i], best), best.Lock
 		}
 	}
 }

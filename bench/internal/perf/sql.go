@@ -132,7 +132,7 @@ func sqlBench(ctx context.Context, run *runner, lock, driver, dsn string, d sqlv
 			notes[k] += how
 		}
 	}
-	out, err := shapes(run, "sql", lock, []shape{
+	out, err := shapes(ctx, run, "sql", lock, []shape{
 		{"sql_unguarded", unguarded}, {"sql_guarded", guarded}, {"sql_guarded_withtx", guardedTx}, {"sql_perrow", perrow}}, notes)
 	return out, version, err
 }

@@ -40,6 +40,9 @@ func TestPerfDatabasesQuick(t *testing.T) {
 		if r.P50us == nil || *r.P50us <= 0 || r.OpsPerSec == nil || *r.OpsPerSec <= 0 {
 			t.Errorf("%s %s: no figures: %+v", r.Lock, r.Scenario, r)
 		}
+		if len(r.PerRound) != quickSizes.pgRounds {
+			t.Errorf("%s %s: %d rounds, want %d: %v", r.Lock, r.Scenario, len(r.PerRound), quickSizes.pgRounds, r.PerRound)
+		}
 		got[r.Lock+" "+r.Scenario] = true
 	}
 	for _, want := range []string{
@@ -58,6 +61,9 @@ func TestPerfDatabasesQuick(t *testing.T) {
 	for _, tg := range rep.Targets {
 		if (strings.HasPrefix(tg.Name, "sql_") || strings.HasPrefix(tg.Name, "pg_")) && tg.Met != nil {
 			judged++
+			if !strings.Contains(tg.Measured, "paired rounds") {
+				t.Errorf("%s: not paired by round: %s", tg.Name, tg.Measured)
+			}
 		}
 	}
 	if judged != 6 { // pg_guarded, pg_perrow; sql_guarded and sql_perrow on both databases

@@ -21,18 +21,12 @@ type targetSet struct {
 	out []report.Target
 }
 
-// ratioOf is a's figure over b's: the median of the paired ratios when
-// both ran interleaved (rounds > 0), else the ratio of the whole figures.
-func ratioOf(a, b *report.Result, fig func(*report.Result) *float64) (r *float64, rounds int) {
-	if p := report.Paired(a, b); p != nil {
-		s, _ := report.SpreadOf(a)
-		return p, s.Rounds
+// how says how report.Ratio got a ratio from pairs paired rounds.
+func how(pairs int) string {
+	if pairs > 0 {
+		return fmt.Sprintf("median of %d paired rounds", pairs)
 	}
-	x, y := report.Field(a, fig), report.Field(b, fig)
-	if x == nil || y == nil || *y <= 0 {
-		return nil, 0
-	}
-	return report.Ptr(*x / *y), 0
+	return "ratio of the run's figures"
 }
 
 // fmtFig is a figure with its unit; a wake of 0 µs is said in words.
@@ -49,38 +43,72 @@ func fmtFig(v float64, unit string) string {
 	return fmt.Sprintf("%.0f %s", v, unit)
 }
 
-// add appends a target with the verdict ratio <= limit (>= when atLeast);
-// a nil ratio is a missing figure.
-func (ts *targetSet) add(name string, ratio *float64, limit float64, atLeast bool, measured string) {
+// cmp is how a target's ratio is held against its limit.
+type cmp int
+
+const (
+	atMost  cmp = iota // ratio ≤ limit
+	atLeast            // ratio ≥ limit
+	below              // ratio < limit
+)
+
+func (c cmp) met(ratio, limit float64) bool {
+	switch c {
+	case atLeast:
+		return ratio >= limit
+	case below:
+		return ratio < limit
+	}
+	return ratio <= limit
+}
+
+// add appends a target with the verdict c of ratio against limit; a nil
+// (or not finite) ratio is a missing figure.
+func (ts *targetSet) add(name string, ratio *float64, limit float64, c cmp, measured string) {
 	t := report.Target{Name: name, Limit: limit, Measured: "missing figure"}
-	if ratio != nil && !math.IsNaN(*ratio) {
-		met := *ratio <= limit
-		if atLeast {
-			met = *ratio >= limit
-		}
+	if ratio != nil && !math.IsNaN(*ratio) && !math.IsInf(*ratio, 0) {
+		met := c.met(*ratio, limit)
 		t.Ratio, t.Met, t.Measured = ratio, &met, measured
 	}
 	ts.out = append(ts.out, t)
 }
 
-// compare adds the target a/b <= limit (>= when atLeast) on fig, paired
-// where both ran interleaved.
-func (ts *targetSet) compare(name string, a, b *report.Result, fig func(*report.Result) *float64, unit string, limit float64, atLeast bool) {
-	r, rounds := ratioOf(a, b, fig)
+// compare adds the target a/b against limit on fig, paired where both ran
+// interleaved. The write shapes of a database are named by their scenario.
+func (ts *targetSet) compare(name string, a, b *report.Result, fig func(*report.Result) *float64, unit string, limit float64, c cmp) {
+	r, pairs := report.Ratio(a, b, fig)
 	if r == nil {
-		ts.add(name, nil, limit, atLeast, "")
+		ts.add(name, nil, limit, c, "")
 		return
 	}
-	how := "ratio of the run's figures"
-	if rounds > 0 {
-		how = fmt.Sprintf("median of %d paired rounds", rounds)
+	an, bn := a.Lock, b.Lock
+	if report.IsWriteShape(*a) {
+		an, bn = a.Scenario, b.Scenario
 	}
 	fa, fb := report.Field(a, fig), report.Field(b, fig)
-	m := fmt.Sprintf("%.2f×, %s (%s %s, %s %s)", *r, how, a.Lock, fmtFig(*fa, unit), b.Lock, fmtFig(*fb, unit))
+	m := fmt.Sprintf("%.2f×, %s (%s %s, %s %s)", *r, how(pairs), an, fmtFig(*fa, unit), bn, fmtFig(*fb, unit))
 	if unit == "µs" && *fa == 0 {
-		m = fmt.Sprintf("%s's waiter had the lock before the release returned (p50); %s %s after (%s)", a.Lock, b.Lock, fmtFig(*fb, unit), how)
+		m = fmt.Sprintf("%s's waiter had the lock before the release returned (p50); %s %s after (%s)", an, bn, fmtFig(*fb, unit), how(pairs))
 	}
-	ts.add(name, r, limit, atLeast, m)
+	ts.add(name, r, limit, c, m)
+}
+
+// wakeVsZero judges a wake target of lease against peer when the peer's
+// p50 is 0 (its waiter had the lock before the release returned), where
+// no ratio can be had: lease is missed unless its p50 is 0 too. It
+// reports whether it did.
+func (ts *targetSet) wakeVsZero(name string, lease, peer *report.Result, limit float64) bool {
+	l, p := report.Field(lease, p50), report.Field(peer, p50)
+	if l == nil || p == nil || *p > 0 {
+		return false
+	}
+	met := *l <= 0
+	m := fmt.Sprintf("lease %s after the release; %s's waiter had the lock before the release returned (p50)", fmtFig(*l, "µs"), peer.Lock)
+	if met {
+		m = fmt.Sprintf("lease's and %s's waiters both had the lock before the release returned (p50)", peer.Lock)
+	}
+	ts.out = append(ts.out, report.Target{Name: name, Limit: limit, Measured: m, Met: &met})
+	return true
 }
 
 // targets checks the targets against rs and the sleep ceilings,
@@ -91,17 +119,17 @@ func targets(rs, ceilings []report.Result) []report.Target {
 	get := func(lock, scen string) *report.Result { return report.Find(rs, lock, scen) }
 	lease := func(scen string) *report.Result { return get("lease", scen) }
 
-	ts.compare("lease uncontended p50 ≤ 1.05× best peer", lease("uncontended"), bestPeer(rs, "uncontended", p50, true), p50, "µs", 1.05, false)
-	ts.compare("lease uncontended p50 ≤ 1.15× raw", lease("uncontended"), get("raw", "uncontended"), p50, "µs", 1.15, false)
-	ts.compare("redlock-5 uncontended p50 ≤ redsync-5", get("redlock-5", "uncontended"), get("redsync-5", "uncontended"), p50, "µs", 1, false)
-	ts.compare("lease parallel ≥ best peer", lease("parallel"), bestPeer(rs, "parallel", ops, false), ops, "ops/s", 1, true)
-	ts.compare("lease parallel ≥ 0.9× raw", lease("parallel"), get("raw", "parallel"), ops, "ops/s", 0.9, true)
-	ts.compare("redlock-5 parallel ≥ redsync-5", get("redlock-5", "parallel"), get("redsync-5", "parallel"), ops, "ops/s", 1, true)
+	ts.compare("lease uncontended p50 ≤ 1.05× best peer", lease("uncontended"), bestPeer(rs, "uncontended", p50, true), p50, "µs", 1.05, atMost)
+	ts.compare("lease uncontended p50 ≤ 1.15× raw", lease("uncontended"), get("raw", "uncontended"), p50, "µs", 1.15, atMost)
+	ts.compare("redlock-5 uncontended p50 ≤ redsync-5", get("redlock-5", "uncontended"), get("redsync-5", "uncontended"), p50, "µs", 1, atMost)
+	ts.compare("lease parallel ≥ best peer", lease("parallel"), bestPeer(rs, "parallel", ops, false), ops, "ops/s", 1, atLeast)
+	ts.compare("lease parallel ≥ 0.9× raw", lease("parallel"), get("raw", "parallel"), ops, "ops/s", 0.9, atLeast)
+	ts.compare("redlock-5 parallel ≥ redsync-5", get("redlock-5", "parallel"), get("redsync-5", "parallel"), ops, "ops/s", 1, atLeast)
 
 	for _, s := range []string{"hotkey", "hotkey64"} {
 		w := hotkeyWorkers[s]
 		what := fmt.Sprintf("lease %s (%d workers)", s, w)
-		ts.compare(what+" ≥ best peer (stretch 1.15×)", lease(s), bestPeer(rs, s, ops, false), ops, "cs/s", 1, true)
+		ts.compare(what+" ≥ best peer (stretch 1.15×)", lease(s), bestPeer(rs, s, ops, false), ops, "cs/s", 1, atLeast)
 		if t := &ts.out[len(ts.out)-1]; t.Ratio != nil {
 			t.Measured += map[bool]string{true: "; stretch met", false: "; stretch not met"}[*t.Ratio >= 1.15]
 		}
@@ -111,7 +139,7 @@ func targets(rs, ceilings []report.Result) []report.Target {
 				ceiling = &ceilings[i]
 			}
 		}
-		ts.compare(what+" ≥ 0.85× sleep ceiling", lease(s), ceiling, ops, "cs/s", 0.85, true)
+		ts.compare(what+" ≥ 0.85× sleep ceiling", lease(s), ceiling, ops, "cs/s", 0.85, atLeast)
 		fair := 1 / float64(w)
 		var worst *float64
 		m := ""
@@ -133,11 +161,15 @@ func targets(rs, ceilings []report.Result) []report.Target {
 	}
 
 	wake := lease("wake")
-	ts.compare("lease wake p50 ≤ best peer", wake, bestPeer(rs, "wake", p50, true), p50, "µs", 1, false)
+	// A peer whose p50 is 0 (before the release returned) gives no ratio:
+	// wakeVsZero judges those.
+	if name, best := "lease wake p50 ≤ best peer", bestPeer(rs, "wake", p50, true); !ts.wakeVsZero(name, wake, best, 1) {
+		ts.compare(name, wake, best, p50, "µs", 1, atMost)
+	}
 	if w := report.Field(wake, p50); w != nil {
-		ts.add("lease wake p50 < 500 µs", w, 500, false, fmtFig(*w, "µs"))
+		ts.add("lease wake p50 < 500 µs", w, 500, below, fmtFig(*w, "µs"))
 	} else {
-		ts.add("lease wake p50 < 500 µs", nil, 500, false, "")
+		ts.add("lease wake p50 < 500 µs", nil, 500, below, "")
 	}
 	for _, f := range []struct {
 		peer  string
@@ -145,20 +177,19 @@ func targets(rs, ceilings []report.Result) []report.Target {
 	}{{"redislock", 20}, {"redsync-1", 200}} {
 		name := fmt.Sprintf("lease wake ≥ %.0f× faster than %s", f.times, f.peer)
 		peer := get(f.peer, "wake")
-		r, rounds := ratioOf(wake, peer, p50)
-		if r == nil {
-			ts.add(name, nil, 1/f.times, false, "")
+		if ts.wakeVsZero(name, wake, peer, 1/f.times) {
 			continue
 		}
-		how := "ratio of the run's figures"
-		if rounds > 0 {
-			how = fmt.Sprintf("median of %d paired rounds", rounds)
+		r, pairs := report.Ratio(wake, peer, p50)
+		if r == nil {
+			ts.add(name, nil, 1/f.times, atMost, "")
+			continue
 		}
-		m := fmt.Sprintf("%.0f× faster, %s (%s, %s %s)", 1 / *r, how, fmtFig(*wake.P50us, "µs"), f.peer, fmtFig(*peer.P50us, "µs"))
+		m := fmt.Sprintf("%.0f× faster, %s (%s, %s %s)", 1 / *r, how(pairs), fmtFig(*wake.P50us, "µs"), f.peer, fmtFig(*peer.P50us, "µs"))
 		if *r == 0 {
-			m = fmt.Sprintf("lease's waiter had the lock before the release returned; %s's %s after (%s)", f.peer, fmtFig(*peer.P50us, "µs"), how)
+			m = fmt.Sprintf("lease's waiter had the lock before the release returned; %s's %s after (%s)", f.peer, fmtFig(*peer.P50us, "µs"), how(pairs))
 		}
-		ts.add(name, r, 1/f.times, false, m)
+		ts.add(name, r, 1/f.times, atMost, m)
 	}
 
 	t := report.Target{Name: fmt.Sprintf("lease waiters: ≤ %d pub/sub conns per Client", maxPubSubPerClient),
@@ -177,43 +208,34 @@ func targets(rs, ceilings []report.Result) []report.Target {
 	for _, rl := range []string{"redlock-3", "redlock-5"} {
 		t := report.Target{Name: rl + " waiters: all acquired, no slower than redsync-5", Limit: 1, Measured: "missing figure"}
 		if w := get(rl, "waiters"); w != nil && w.Workers > 0 {
-			all := w.AllAcquiredMs != nil
-			r := float64(w.Samples) / float64(w.Workers)
 			t.Measured = fmt.Sprintf("%d of %d acquired", w.Samples, w.Workers)
-			if all {
-				t.Measured += " in " + fmtFig(*w.AllAcquiredMs, "ms")
-				if rs5 != nil && rs5.AllAcquiredMs != nil && *rs5.AllAcquiredMs > 0 {
-					r = *rs5.AllAcquiredMs / *w.AllAcquiredMs // ≥ 1: no slower
-					t.Measured += fmt.Sprintf(", redsync-5 in %s", fmtFig(*rs5.AllAcquiredMs, "ms"))
+			switch {
+			case w.AllAcquiredMs == nil: // not all acquired: missed, whatever redsync-5 did
+				if w.Errors > 0 {
+					t.Measured += " (" + report.ErrorCause(w.FirstErr) + ")"
 				}
-			} else if w.Errors > 0 {
-				t.Measured += " (" + report.ErrorCause(w.FirstErr) + ")"
+				r, met := float64(w.Samples)/float64(w.Workers), false
+				t.Ratio, t.Met = &r, &met
+			case rs5 == nil || rs5.AllAcquiredMs == nil: // nothing to compare with: n/a
+				t.Measured += " in " + fmtFig(*w.AllAcquiredMs, "ms") + "; redsync-5 not measured"
+			default:
+				t.Measured += fmt.Sprintf(" in %s, redsync-5 in %s", fmtFig(*w.AllAcquiredMs, "ms"), fmtFig(*rs5.AllAcquiredMs, "ms"))
+				met := *w.AllAcquiredMs <= *rs5.AllAcquiredMs
+				t.Met = &met
+				if *w.AllAcquiredMs > 0 {
+					t.Ratio = report.Ptr(*rs5.AllAcquiredMs / *w.AllAcquiredMs) // ≥ 1: no slower
+				}
 			}
-			met := all && r >= 1
-			t.Ratio, t.Met = &r, &met
 		}
 		ts.out = append(ts.out, t)
 	}
 
-	ratio := func(name string, num, den *float64, limit float64, atLeast bool, what string) {
-		m := ""
-		if num != nil && den != nil {
-			m = fmt.Sprintf("%.2f× (%s)", *num / *den, fmt.Sprintf(what, *num, *den))
-		}
-		var r *float64
-		if num != nil && den != nil && *den > 0 {
-			r = report.Ptr(*num / *den)
-		}
-		ts.add(name, r, limit, atLeast, m)
-	}
-	getF := func(lock, scen string, f func(*report.Result) *float64) *float64 {
-		return report.Field(get(lock, scen), f)
-	}
-	ratio("pg_guarded p50 ≤ 1.2× pg_unguarded", getF("postgres", "pg_guarded", p50), getF("postgres", "pg_unguarded", p50), 1.2, false, "%.1f µs / %.1f µs")
-	ratio("pg_perrow p50 ≤ 1.3× pg_unguarded", getF("postgres", "pg_perrow", p50), getF("postgres", "pg_unguarded", p50), 1.3, false, "%.1f µs / %.1f µs")
+	// The write shapes took turns in rounds: paired like the locks.
+	ts.compare("pg_guarded p50 ≤ 1.2× pg_unguarded", get("postgres", "pg_guarded"), get("postgres", "pg_unguarded"), p50, "µs", 1.2, atMost)
+	ts.compare("pg_perrow p50 ≤ 1.3× pg_unguarded", get("postgres", "pg_perrow"), get("postgres", "pg_unguarded"), p50, "µs", 1.3, atMost)
 	for _, db := range []string{"mariadb", "postgres-sql"} {
-		ratio("sql_guarded p50 ≤ 1.3× sql_unguarded ("+db+")", getF(db, "sql_guarded", p50), getF(db, "sql_unguarded", p50), 1.3, false, "%.1f µs / %.1f µs")
-		ratio("sql_perrow p50 ≤ 1.3× sql_unguarded ("+db+")", getF(db, "sql_perrow", p50), getF(db, "sql_unguarded", p50), 1.3, false, "%.1f µs / %.1f µs")
+		ts.compare("sql_guarded p50 ≤ 1.3× sql_unguarded ("+db+")", get(db, "sql_guarded"), get(db, "sql_unguarded"), p50, "µs", 1.3, atMost)
+		ts.compare("sql_perrow p50 ≤ 1.3× sql_unguarded ("+db+")", get(db, "sql_perrow"), get(db, "sql_unguarded"), p50, "µs", 1.3, atMost)
 	}
 	return ts.out
 }

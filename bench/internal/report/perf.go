@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"strings"
+	"time"
 )
 
 // Perf is one run of `bench perf`: what -json writes and -html shows.
@@ -27,8 +28,11 @@ type Result struct {
 	Samples   int      `json:"samples,omitempty"`
 	MinShare  *float64 `json:"min_share,omitempty"` // hotkey: smallest worker's share of the critical sections
 	MaxShare  *float64 `json:"max_share,omitempty"` // hotkey: largest worker's share
-	Workers   int      `json:"workers,omitempty"`   // hotkey, waiters: goroutines
+	Workers   int      `json:"workers,omitempty"`   // parallel, hotkey, waiters: goroutines
 	Keys      int      `json:"keys,omitempty"`      // waiters: keys they wait on
+	// hotkey, hotkey64 and their sleep ceiling: how long each critical
+	// section holds the lock (the ceiling: each sleep), in ms.
+	HoldMs *float64 `json:"hold_ms,omitempty"`
 	// waiters: connections of the lock's own client(s) (found in CLIENT LIST
 	// by their name), of those the ones in pub/sub, and every connection on
 	// the lock's servers; the largest of two reads while the waiters wait.
@@ -41,10 +45,11 @@ type Result struct {
 	CPUPerSec     *float64 `json:"cpu_per_sec,omitempty"`
 	AllAcquiredMs *float64 `json:"all_acquired_ms,omitempty"`
 	// Interleaved scenarios (uncontended, parallel, wake, hotkey,
-	// hotkey64): the lock's figure in each round (p50 µs, or ops/s), in
-	// round order; null for a round with no figure. Every lock ran a short
-	// slice in each round, in turn, so PerRound[i] of two locks were
-	// measured moments apart: their ratio is a paired ratio.
+	// hotkey64, and the database writes pg_*, sql_*): the lock's (write's)
+	// figure in each round (p50 µs, or ops/s), in round order; null for a
+	// round with no figure. Every lock ran a short slice in each round, in
+	// turn, so PerRound[i] of two locks were measured moments apart: their
+	// ratio is a paired ratio.
 	PerRound Figures `json:"per_round,omitempty"`
 	// The medians of the paired ratios: this lock's figure over raw's, over
 	// the best peer's (named by BestPeer: the peer with the best figure of
@@ -172,6 +177,17 @@ func lockRows(rs []Result) []string {
 		}
 	}
 	return out
+}
+
+// holdOf is the hold of the first of rs that has one: "1 ms", and as a
+// duration; ok is false for a run recorded before hold_ms.
+func holdOf(rs ...*Result) (text string, d time.Duration, ok bool) {
+	for _, r := range rs {
+		if r != nil && r.HoldMs != nil {
+			return fmt.Sprintf("%g ms", *r.HoldMs), time.Duration(*r.HoldMs * float64(time.Millisecond)), true
+		}
+	}
+	return "", 0, false
 }
 
 func fmtUs(p *float64) string {

@@ -151,7 +151,11 @@ func perfCharts(rep *Perf) map[string][]string {
 			cc.Lock = sleepLabel
 			rs = append(rs, &cc)
 		}
-		out[s] = []string{barChart(s+": critical sections per second", fmt.Sprintf("%d workers, one key, 1 ms held · longer is better", rs[0].Workers),
+		held := ""
+		if h, _, ok := holdOf(rs...); ok {
+			held = ", " + h + " held"
+		}
+		out[s] = []string{barChart(s+": critical sections per second", fmt.Sprintf("%d workers, one key%s · longer is better", rs[0].Workers, held),
 			barsOf(rs, ops, shareText), false)}
 	}
 	if ws := waiterResults(rep); len(ws) > 0 {

@@ -96,20 +96,23 @@ func roundsOf(rs []*Result) int {
 	return 0
 }
 
+// pairingOf says how the rows of rs (the locks, or the writes) took turns.
+func pairingOf(rs []*Result, what string) string {
+	n := roundsOf(rs)
+	if n == 0 {
+		return "not interleaved"
+	}
+	s := fmt.Sprintf("%d rounds, the %s in turn in each", n, what)
+	if b := bestPeerOf(rs); b != "" {
+		s += "; best peer: " + b
+	}
+	return s
+}
+
 // questions builds the report's tables, in the order a reader asks.
 func questions(rep *Perf) []question {
 	var qs []question
-	pairing := func(rs []*Result) string {
-		n := roundsOf(rs)
-		if n == 0 {
-			return "not interleaved"
-		}
-		s := fmt.Sprintf("%d rounds, the locks in turn in each", n)
-		if b := bestPeerOf(rs); b != "" {
-			s += "; best peer: " + b
-		}
-		return s
-	}
+	pairing := func(rs []*Result) string { return pairingOf(rs, "locks") }
 	ratioNote := "×raw, ×best peer: the median over the rounds of this lock's figure over raw's (the best peer's) in the same round."
 
 	if rs := scenarioResults(rep, "uncontended"); len(rs) > 0 {
@@ -124,7 +127,9 @@ func questions(rep *Perf) []question {
 	}
 	if rs := scenarioResults(rep, "parallel"); len(rs) > 0 {
 		workers := "many"
-		if n := noteWorkers(rs[0].Note); n != "" {
+		if n := noteWorkers(rs[0].Note); rs[0].Workers > 0 {
+			workers = fmt.Sprint(rs[0].Workers)
+		} else if n != "" { // a run recorded before parallel's workers
 			workers = n
 		}
 		q := question{id: "parallel", title: "How much does it do in parallel?",
@@ -142,8 +147,13 @@ func questions(rep *Perf) []question {
 			continue
 		}
 		w := rs[0].Workers
+		hold, holdD, ok := holdOf(append(rs, ceilingOf(rep, s))...)
+		holding, sleep := "each holding the lock "+hold, fmt.Sprintf("time.Sleep(%v)", holdD)
+		if !ok {
+			holding, sleep = "each holding the lock a while", "time.Sleep of the hold"
+		}
 		q := question{id: s, title: fmt.Sprintf("How fair is it under contention? (%d workers on one key)", w),
-			caption: fmt.Sprintf("critical sections a second, each holding the lock 1 ms (%s)", pairing(rs)),
+			caption: fmt.Sprintf("critical sections a second, %s (%s)", holding, pairing(rs)),
 			head:    []string{"lock", "cs/s", "×best peer", "×ceiling", fmt.Sprintf("shares (fair %.3f)", 1/float64(max(w, 1))), "cs/s over the rounds", "errors"},
 			left:    1, wrapCol: 6}
 		for _, r := range rs {
@@ -152,8 +162,8 @@ func questions(rep *Perf) []question {
 		}
 		if c := ceilingOf(rep, s); c != nil && c.OpsPerSec != nil {
 			q.rows = append(q.rows, []string{"sleep ceiling", fmtOps(c.OpsPerSec), "—", "1.00", "—", roundsText(c, "%.0f"), "—"})
-			q.notes = append(q.notes, fmt.Sprintf("sleep ceiling: time.Sleep(1ms) alone, in the same rounds: %s a sleep here, so no lock can pass %.0f critical sections a second. ×ceiling: the median over the rounds of the lock's cs/s over the ceiling's.",
-				fmtDurFine(deref64(c.P50us)), *c.OpsPerSec))
+			q.notes = append(q.notes, fmt.Sprintf("sleep ceiling: %s alone, in the same rounds: %s a sleep here, so no lock can pass %.0f critical sections a second. ×ceiling: the median over the rounds of the lock's cs/s over the ceiling's.",
+				sleep, fmtDurFine(deref64(c.P50us)), *c.OpsPerSec))
 		}
 		q.notes = append(q.notes, "shares: the smallest and largest worker's share of the critical sections, the medians over the rounds. ×best peer: as above; higher is more.")
 		qs = append(qs, q)
@@ -163,7 +173,7 @@ func questions(rep *Perf) []question {
 			caption: "from the holder's Release returning to the blocked waiter's acquire returning (" + pairing(rs) + ")",
 			head:    []string{"lock", "p50", "p99", "×best peer", "waiter first", "errors"}, left: 1, wrapCol: 5,
 			notes: []string{"before release returned: the waiter had the lock before the holder's Release call returned (a hand-off that needs no round trip of the waiter's own). waiter first: the share of samples where it did.",
-				"×best peer: as above, lower is faster (— when the lock's own p50 came before the release returned)."}}
+				"×best peer: as above, lower is faster (— when the lock's own p50 came before the release returned, or the best peer's did in most rounds)."}}
 		for _, r := range rs {
 			first := "—"
 			if r.Samples > 0 && len(r.PerRound) > 0 {
@@ -202,16 +212,13 @@ func questions(rep *Perf) []question {
 	}
 	if len(shapes) > 0 {
 		q := question{id: "database", title: "What does the database guard cost?",
-			caption: "one UPDATE in a transaction, with and without the verifier's guard, one connection, the ways in turn in batches",
+			caption: "one UPDATE in a transaction, with and without the verifier's guard, one connection (" + pairingOf(shapes, "writes") + ")",
 			head:    []string{"database", "write", "p50 µs", "p99 µs", "tx/s", "×unguarded", "errors"}, left: 2, wrapCol: 6,
-			notes: []string{"×unguarded: this write's p50 over the unguarded write's on the same database."}}
+			notes: []string{"×unguarded: the median over the rounds of this write's p50 over the unguarded write's on the same database in the same round (in a run without rounds, the ratio of the whole p50s)."}}
 		for _, r := range shapes {
-			vs := "—"
 			group, _, _ := strings.Cut(r.Scenario, "_")
-			if u := Find(rep.Results, r.Lock, group+"_unguarded"); u != nil && u.P50us != nil && r.P50us != nil && *u.P50us > 0 {
-				vs = fmt.Sprintf("%.2f", *r.P50us / *u.P50us)
-			}
-			q.rows = append(q.rows, []string{r.Lock, r.Scenario, fmtUs(r.P50us), fmtUs(r.P99us), fmtOps(r.OpsPerSec), vs, resultErrors(r)})
+			vs, _ := Ratio(r, Find(rep.Results, r.Lock, group+"_unguarded"), func(r *Result) *float64 { return r.P50us })
+			q.rows = append(q.rows, []string{r.Lock, r.Scenario, fmtUs(r.P50us), fmtUs(r.P99us), fmtOps(r.OpsPerSec), fmtRatio(vs), resultErrors(r)})
 		}
 		qs = append(qs, q)
 	}

@@ -41,8 +41,9 @@ const quickWarning = "-quick: small samples on a smoke run. These figures are no
 
 // howTaken says how the interleaved figures were taken.
 const howTaken = "The locks take turns: in each round every lock runs a short slice (raw, naive, ..., " +
-	"lease, ..., the peers), so a noisy neighbour weighs on all of them alike, and ×raw and ×best peer " +
-	"are medians of the ratios of one round. \"over the rounds\": the spread of a lock's figure from " +
+	"lease, ..., the peers), each round starting one lock further on, so a noisy neighbour weighs on all " +
+	"of them alike, and ×raw and ×best peer are medians of the ratios of one round (the database writes " +
+	"take turns the same way, for ×unguarded). \"over the rounds\": the spread of a lock's figure from " +
 	"round to round, min–max and the interquartile range as a share of the median."
 
 // WritePerfTable prints the report for someone choosing a lock: the

@@ -42,14 +42,9 @@ func TestPerfErrorCause(t *testing.T) {
 	}
 }
 
-// TestPerfHTMLLabels: a long label gets a label column wide enough, and
-// the error cell names the cause.
-func TestPerfHTMLLabels(t *testing.T) {
-	rep := &Perf{Header: Header{Command: "go run ./bench perf"}, Results: []Result{
-		{Lock: "postgres", Scenario: "pg_unguarded", P50us: Ptr(300), P99us: Ptr(500)},
-		{Lock: "postgres", Scenario: "pg_guarded_withtx", P50us: Ptr(400), P99us: Ptr(600)},
-		{Lock: "redlock-3", Scenario: "parallel", OpsPerSec: Ptr(900), Errors: 2, FirstErr: "context deadline exceeded"},
-	}}
+// perfHTML is the HTML page of rep.
+func perfHTML(t *testing.T, rep *Perf) []byte {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "perf.html")
 	if err := WritePerfHTML(path, rep); err != nil {
 		t.Fatal(err)
@@ -58,6 +53,18 @@ func TestPerfHTMLLabels(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return page
+}
+
+// TestPerfHTMLLabels: a long label gets a label column wide enough, and
+// the error cell names the cause.
+func TestPerfHTMLLabels(t *testing.T) {
+	rep := &Perf{Header: Header{Command: "go run ./bench perf"}, Results: []Result{
+		{Lock: "postgres", Scenario: "pg_unguarded", P50us: Ptr(300), P99us: Ptr(500)},
+		{Lock: "postgres", Scenario: "pg_guarded_withtx", P50us: Ptr(400), P99us: Ptr(600)},
+		{Lock: "redlock-3", Scenario: "parallel", OpsPerSec: Ptr(900), Errors: 2, FirstErr: "context deadline exceeded"},
+	}}
+	page := perfHTML(t, rep)
 	// The label's right edge (text-anchor end) sits 8px left of the bars:
 	// 26 characters need about 180px.
 	m := regexp.MustCompile(`<text x="(\d+)" y="\d+" text-anchor="end" class=label>postgres pg_guarded_withtx</text>`).FindSubmatch(page)
@@ -94,5 +101,53 @@ func TestProgressPlain(t *testing.T) {
 	p.Step("parallel", "raw 1/3")
 	if n := strings.Count(b.String(), "\n"); n != 2 {
 		t.Errorf("throttled: %d lines, want one per topic: %q", n, b.String())
+	}
+}
+
+// TestPerfHold: the hotkey tables and charts say the hold the run used
+// (hold_ms), and say none for a run recorded without it.
+func TestPerfHold(t *testing.T) {
+	rows := func(hold *float64) *Perf {
+		return &Perf{Header: Header{Command: "go run ./bench perf"},
+			Results:  []Result{{Lock: "lease", Scenario: "hotkey", Workers: 8, HoldMs: hold, OpsPerSec: Ptr(1500), MinShare: Ptr(0.1), MaxShare: Ptr(0.15)}},
+			Ceilings: []Result{{Lock: "time.Sleep", Scenario: "hotkey", HoldMs: hold, OpsPerSec: Ptr(1900), P50us: Ptr(520)}}}
+	}
+	for _, c := range []struct {
+		hold       *float64
+		text, html []string
+	}{
+		{Ptr(0.5), []string{"each holding the lock 0.5 ms", "time.Sleep(500µs) alone"}, []string{"8 workers, one key, 0.5 ms held"}},
+		{nil, []string{"each holding the lock a while", "time.Sleep of the hold alone"}, []string{"8 workers, one key · "}},
+	} {
+		rep := rows(c.hold)
+		var out bytes.Buffer
+		WritePerfTable(&out, rep)
+		text := strings.Join(strings.Fields(out.String()), " ")
+		for _, s := range c.text {
+			if !strings.Contains(text, s) {
+				t.Errorf("hold %v: the table lacks %q:\n%s", c.hold, s, out.String())
+			}
+		}
+		if strings.Contains(text, "1 ms") || strings.Contains(text, "1ms") {
+			t.Errorf("hold %v: the table says 1 ms:\n%s", c.hold, out.String())
+		}
+		page := perfHTML(t, rep)
+		for _, s := range c.html {
+			if !bytes.Contains(page, []byte(s)) {
+				t.Errorf("hold %v: the HTML lacks %q", c.hold, s)
+			}
+		}
+	}
+}
+
+// TestPerfParallelWorkers: the parallel table says the goroutines the run
+// used (workers).
+func TestPerfParallelWorkers(t *testing.T) {
+	rep := &Perf{Header: Header{Command: "go run ./bench perf"},
+		Results: []Result{{Lock: "lease", Scenario: "parallel", Workers: 32, OpsPerSec: Ptr(9000)}}}
+	var out bytes.Buffer
+	WritePerfTable(&out, rep)
+	if !strings.Contains(out.String(), "per second, 32 goroutines") {
+		t.Errorf("the parallel table does not say 32 goroutines:\n%s", out.String())
 	}
 }

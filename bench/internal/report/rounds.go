@@ -47,25 +47,49 @@ func (f *Figures) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// Paired is the median over the rounds of a's figure divided by b's, the
-// rounds where both have one and b's is above 0; nil when there is none.
-// a and b must come from the same interleaved run: round i of each was
-// measured moments apart, so a noisy neighbour weighs on both.
-func Paired(a, b *Result) *float64 {
+// Paired is the median over the rounds of a's figure divided by b's, over
+// the rounds where both have one and b's is above 0, and how many rounds
+// that was. The ratio is nil when most rounds had to be dropped (a ratio
+// of the few left would stand for the run), or none is left. a and b must
+// come from the same interleaved run: round i of each was measured moments
+// apart, so a noisy neighbour weighs on both.
+func Paired(a, b *Result) (ratio *float64, pairs int) {
 	if a == nil || b == nil {
-		return nil
+		return nil, 0
 	}
+	n := min(len(a.PerRound), len(b.PerRound))
 	var rs []float64
-	for i := range min(len(a.PerRound), len(b.PerRound)) {
+	for i := range n {
 		x, y := a.PerRound[i], b.PerRound[i]
-		if !math.IsNaN(x) && !math.IsNaN(y) && y > 0 {
+		if !math.IsNaN(x) && !math.IsNaN(y) && !math.IsInf(x, 0) && y > 0 && !math.IsInf(y, 0) {
 			rs = append(rs, x/y)
 		}
 	}
-	if len(rs) == 0 {
-		return nil
+	if len(rs) == 0 || 2*len(rs) < n {
+		return nil, len(rs)
 	}
-	return Ptr(Median(rs))
+	return Ptr(Median(rs)), len(rs)
+}
+
+// PairedRatio is Paired without the count of pairs.
+func PairedRatio(a, b *Result) *float64 {
+	r, _ := Paired(a, b)
+	return r
+}
+
+// Ratio is a's figure (fig) over b's: the median of the paired ratios
+// when both ran interleaved and most rounds paired (pairs > 0: how many),
+// else the ratio of the whole figures (pairs 0, as for a run recorded
+// without rounds); nil when there is neither.
+func Ratio(a, b *Result, fig func(*Result) *float64) (r *float64, pairs int) {
+	if p, n := Paired(a, b); p != nil {
+		return p, n
+	}
+	x, y := Field(a, fig), Field(b, fig)
+	if x == nil || y == nil || *y <= 0 || math.IsInf(*x, 0) || math.IsInf(*y, 0) {
+		return nil, 0
+	}
+	return Ptr(*x / *y), 0
 }
 
 // Spread is how a figure varied over the rounds.
