@@ -124,7 +124,9 @@ func (p *prepared) exec(ctx context.Context, q Querier, own bool, args ...any) (
 			if !own { // perhaps a transaction of another session
 				return nil, false, nil
 			}
-			// The verifier's Conn is in q: its statement runs there.
+			// The verifier's Conn is in q: its statement runs there, in
+			// q's transaction. (A Conn.Close racing with this call, which
+			// waits for q to end, can make it wait for ctx to end.)
 			res, err := stmt.ExecContext(ctx, args...)
 			return res, true, err
 		}

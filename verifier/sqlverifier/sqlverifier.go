@@ -47,13 +47,13 @@ func WithHooks(h *observe.Hooks) Option { return Option(kind.WithHooks(h)) }
 
 // WithTable sets the high-water table, as one name or as schema (MySQL:
 // database) and name ("app", "fence_tokens"). Each part is quoted as an
-// identifier of the dialect, so it is used verbatim (quotes, ? and -- in
-// it included); each must be valid UTF-8 without control characters
-// (Unicode category Cc: NUL, tab, newline and the like are refused), 1 to
-// 63 bytes for Postgres (longer names would be truncated, silently naming
-// another table) or 1 to 64 characters for MySQL. The table must have the columns of the one in package migrations.
-// The default is [DefaultTable], in the connection's current schema or
-// database.
+// identifier of the dialect, so it is used verbatim, quotes, ? and --
+// included. Each must be valid UTF-8 without control characters (Unicode
+// category Cc: NUL, tab, newline and the like are refused), 1 to 63 bytes
+// for Postgres (longer names would be truncated, silently naming another
+// table) or 1 to 64 characters for MySQL. The table must have the columns
+// of the one in package migrations. The default is [DefaultTable], in the
+// connection's current schema or database.
 func WithTable(parts ...string) Option { return Option(kind.WithTable(parts...)) }
 
 // Verifier is a fencing-token verifier on a database/sql database, MySQL,
@@ -61,7 +61,10 @@ func WithTable(parts ...string) Option { return Option(kind.WithTable(parts...))
 // the resource belongs to) in a table (see package migrations) and checks
 // tokens with a guard that runs in the caller's transaction, next to the
 // data it protects. It is safe for concurrent use; on a *sql.Conn, calls
-// take turns on its one session.
+// take turns on its one session. On MySQL it keeps its guard's statement
+// prepared on its DB (*sql.DB or *sql.Conn), once per connection that ran
+// it; [Verifier.Close] releases it. Make one Verifier per DB and table,
+// and share it.
 type Verifier struct {
 	base  scaffold.Base
 	db    DB
@@ -182,7 +185,12 @@ func (v *Verifier) Claim(ctx context.Context, resource string, tok fence.Token) 
 // and report a token that was accepted, and then overtaken, as stale (on
 // PostgreSQL the verdict is exact, but a refusal's details are read after
 // the guard's own commit, so a racing Move can make stale look foreign).
-// Guard uses no connection but q's. On MySQL, when the resource has no row
+// Guard uses no connection but q's. On MySQL its usual statement runs
+// prepared, in one round trip (see the package documentation, "Round
+// trips"), when q is a transaction of the verifier's *sql.DB and the
+// verifier has prepared it (its first Claim, WithTx or Exec does), or q is
+// the verifier's *sql.Conn; otherwise through q.ExecContext. On MySQL,
+// when the resource has no row
 // yet, the guard inserts it in q's transaction; if that transaction rolls
 // back while other guards of the resource wait for the row, InnoDB reports
 // deadlocks (error 1213) to them. WithTx, Exec, Claim and Move avoid that by
