@@ -11,12 +11,28 @@ import (
 	"github.com/fencelock/fencelock/verifier/verifiertest"
 )
 
-// preparedCount is the server's count of prepared statements, all sessions.
-func preparedCount(t *testing.T, db *sql.DB) int {
+// openStmts returns how many statements the sessions of conns have
+// prepared and not closed, by their own counters: read on each session, so
+// after everything it sent before (a close needs no answer).
+func openStmts(t *testing.T, conns ...*sql.Conn) int {
 	t.Helper()
-	var name string
-	var n int
-	require.NoError(t, db.QueryRowContext(t.Context(), `SHOW GLOBAL STATUS LIKE 'Prepared_stmt_count'`).Scan(&name, &n))
+	n := 0
+	for _, c := range conns {
+		rows, err := c.QueryContext(t.Context(), `SHOW SESSION STATUS WHERE Variable_name IN ('Com_stmt_prepare', 'Com_stmt_close')`)
+		require.NoError(t, err)
+		for rows.Next() {
+			var name string
+			var v int
+			require.NoError(t, rows.Scan(&name, &v))
+			if name == "Com_stmt_prepare" {
+				n += v
+			} else {
+				n -= v
+			}
+		}
+		require.NoError(t, rows.Err())
+		require.NoError(t, rows.Close())
+	}
 	return n
 }
 
@@ -31,16 +47,32 @@ func TestPreparedLifetime(t *testing.T) {
 		}
 		t.Run(tg.name, func(t *testing.T) {
 			ctx := t.Context()
-			counter := tg.open(t)
 			for _, on := range []string{"DB", "Conn"} {
 				t.Run(on, func(t *testing.T) {
 					pool := tg.open(t)
 					pool.SetMaxOpenConns(2)
 					var d sqlverifier.DB = pool
+					var conn *sql.Conn
 					if on == "Conn" {
-						d = tg.conn(t)
+						conn = tg.conn(t)
+						d = conn
 					}
-					before := preparedCount(t, counter)
+					// sessions holds every session of d until release.
+					sessions := func() (cs []*sql.Conn, release func()) {
+						if conn != nil {
+							return []*sql.Conn{conn}, func() {}
+						}
+						for range 2 { // all of the pool's
+							c, err := pool.Conn(ctx)
+							require.NoError(t, err)
+							cs = append(cs, c)
+						}
+						return cs, func() {
+							for _, c := range cs {
+								c.Close()
+							}
+						}
+					}
 					v := tg.verifier(t, d)
 					res := verifiertest.Resource(t, "r")
 					for i := range uint64(30) {
@@ -55,14 +87,20 @@ func TestPreparedLifetime(t *testing.T) {
 						require.NoError(t, tx.Commit())
 					}
 					requireHighest(t, v, res, 120, "a")
-					open := preparedCount(t, counter) - before
+					cs, release := sessions()
+					open := openStmts(t, cs...)
+					release()
 					assert.Positive(t, open, "the guard is prepared")
-					assert.LessOrEqual(t, open, 2, "at most once per connection")
+					assert.LessOrEqual(t, open, len(cs), "at most once per connection")
 					require.NoError(t, v.Close())
-					assert.Equal(t, before, preparedCount(t, counter), "Close closes it everywhere")
+					cs, release = sessions()
+					assert.Zero(t, openStmts(t, cs...), "Close closes it everywhere")
+					release()
 					require.NoError(t, v.Close(), "again")
 					require.NoError(t, v.Claim(ctx, res, verifiertest.Tok(200, "a")), "usable after Close")
-					assert.Equal(t, before, preparedCount(t, counter), "and prepares nothing more")
+					cs, release = sessions()
+					assert.Zero(t, openStmts(t, cs...), "and keeps nothing prepared")
+					release()
 				})
 			}
 		})
