@@ -146,3 +146,36 @@ func TestGuardOtherDB(t *testing.T) {
 		requireHighest(t, vc, res, 4, "a") // rolled back with the caller's transaction
 	})
 }
+
+// TestGuardOnOwnConn runs Guard, on MariaDB, on the verifier's own
+// *sql.Conn inside a transaction begun in SQL: the guard's statement is
+// prepared on that session and runs in its transaction, so a rollback
+// takes the raised high-water back.
+func TestGuardOnOwnConn(t *testing.T) {
+	for _, tg := range targets() {
+		if tg.d != sqlverifier.MySQL {
+			continue
+		}
+		t.Run(tg.name, func(t *testing.T) {
+			ctx := t.Context()
+			c := tg.conn(t)
+			v := tg.verifier(t, c)
+			res := verifiertest.Resource(t, "r")
+			require.NoError(t, v.Claim(ctx, res, verifiertest.Tok(1, "a"))) // the row
+			for _, end := range []string{"ROLLBACK", "COMMIT"} {
+				_, err := c.ExecContext(ctx, `START TRANSACTION`)
+				require.NoError(t, err)
+				require.NoError(t, v.Guard(ctx, c, res, verifiertest.Tok(2, "b")))
+				_, err = c.ExecContext(ctx, end)
+				require.NoError(t, err)
+				if end == "ROLLBACK" {
+					requireHighest(t, v, res, 1, "a")
+				}
+			}
+			requireHighest(t, v, res, 2, "b")
+			assert.Equal(t, 1, openStmts(t, c), "the guard's statement, prepared once on the Conn")
+			require.NoError(t, v.Close())
+			assert.Zero(t, openStmts(t, c))
+		})
+	}
+}
