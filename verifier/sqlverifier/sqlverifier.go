@@ -132,7 +132,9 @@ func New(db DB, dialect Dialect, opts ...Option) (*Verifier, error) {
 // default DSN. A Verifier that is dropped without Close releases the
 // statement when it is garbage collected. Close is safe to call more than
 // once, and on a nil *Verifier; it returns the error of closing the
-// statement, if any.
+// statement, if any. Call it once the verifier's calls have returned: on
+// a *sql.Conn, a guard running at that moment may fail with database/sql's
+// "statement is closed".
 func (v *Verifier) Close() error {
 	if v == nil {
 		return nil
