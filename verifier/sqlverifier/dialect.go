@@ -4,6 +4,7 @@ import (
 	"context"
 	"embed"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/fencelock/fencelock/migrations"
@@ -42,12 +43,13 @@ type flavor struct {
 	quote    string
 	maxIdent int
 	length   func(string) int
+	unit     string // maxIdent, in words
 	// files are the dialect's own SQL files, under its directory; more
 	// fills in the rest.
 	files []string
 	more  func(table string, st map[string]string)
 	// try runs the guard: true when it accepted for certain.
-	try func(v *Verifier, ctx context.Context, q Querier, c scaffold.Claim) (bool, error)
+	try func(v *Verifier, ctx context.Context, q Querier, c scaffold.Claim, own bool) (bool, error)
 	// rowFirst: a committed row is made before a transaction guards the
 	// resource (MySQL, see ensureRow); else Move makes it in its
 	// transaction.
@@ -56,14 +58,14 @@ type flavor struct {
 
 var flavors = map[Dialect]*flavor{
 	MySQL: {
-		name: observe.VerifierMySQL, quote: "`", maxIdent: 64, length: utf8.RuneCountInString,
+		name: observe.VerifierMySQL, quote: "`", maxIdent: 64, length: utf8.RuneCountInString, unit: "64 characters",
 		files:    []string{"guard", "check", "highest", "ensure", "move", "probe", "update"},
 		more:     func(_ string, st map[string]string) { st["refusal"] = st["check"] }, // a locking read: REPEATABLE READ
 		try:      (*Verifier).tryMySQL,
 		rowFirst: true,
 	},
 	Postgres: {
-		name: observe.VerifierPostgres, quote: `"`, maxIdent: 63, length: func(s string) int { return len(s) },
+		name: observe.VerifierPostgres, quote: `"`, maxIdent: 63, length: func(s string) int { return len(s) }, unit: "63 bytes",
 		files: []string{"check", "ensure", "move"},
 		more: func(table string, st map[string]string) { // pgverifier's guard and read
 			st["guard"] = scaffold.PostgresGuard(table)
@@ -74,12 +76,24 @@ var flavors = map[Dialect]*flavor{
 	},
 }
 
-// identOK reports whether part can be one part of a table name: not empty,
-// valid UTF-8 without NUL, and no longer than the server keeps
+// identOK reports why part cannot be one part of a table name, or "": it
+// must not be empty, must be valid UTF-8 without control characters
+// (Unicode Cc: NUL, newline, tab, ...; a newline would end a "--" comment
+// in the middle of the name), and no longer than the server keeps
 // (PostgreSQL truncates past 63 bytes, silently naming another table;
 // MySQL refuses more than 64 characters).
-func (f *flavor) identOK(part string) bool {
-	return part != "" && strings.IndexByte(part, 0) < 0 && utf8.ValidString(part) && f.length(part) <= f.maxIdent
+func (f *flavor) identOK(part string) string {
+	switch {
+	case part == "":
+		return "it is empty"
+	case !utf8.ValidString(part):
+		return "it is not valid UTF-8"
+	case strings.ContainsFunc(part, unicode.IsControl):
+		return "it has a control character"
+	case f.length(part) > f.maxIdent:
+		return "it is longer than " + f.unit
+	}
+	return ""
 }
 
 // quoteIdent quotes one identifier: "x" for PostgreSQL, `x` for MySQL,
@@ -100,7 +114,7 @@ type statements struct {
 	ensure  string // the row, made if missing
 	move    string
 	probe   string // MySQL: does the row exist
-	update  inline // MySQL: the guard's fast path, sent with literals
+	update  string // MySQL: the guard's fast path (see prepared)
 }
 
 func (f *flavor) statements(d Dialect, table string) statements {
@@ -110,9 +124,23 @@ func (f *flavor) statements(d Dialect, table string) statements {
 		if err != nil {
 			panic("sqlverifier: missing embedded " + d.String() + "/" + name + ".sql") // a build error
 		}
-		st[name] = strings.ReplaceAll(string(b), "{{table}}", table)
+		st[name] = strings.ReplaceAll(uncomment(string(b)), "{{table}}", table)
 	}
 	f.more(table, st)
 	return statements{guard: st["guard"], refusal: st["refusal"], check: st["check"], highest: st["highest"],
-		ensure: st["ensure"], move: st["move"], probe: st["probe"], update: newInline(st["update"])}
+		ensure: st["ensure"], move: st["move"], probe: st["probe"], update: st["update"]}
+}
+
+// uncomment drops the comment lines ("--" first on the line) of an embedded
+// SQL file, before the table name goes in: they need not travel, and what
+// they say of {{table}} must not become SQL. (The files have no other
+// comments, and no "--" inside a string.)
+func uncomment(file string) string {
+	var b strings.Builder
+	for line := range strings.Lines(file) {
+		if !strings.HasPrefix(strings.TrimSpace(line), "--") {
+			b.WriteString(line)
+		}
+	}
+	return strings.TrimSpace(b.String())
 }

@@ -10,7 +10,8 @@
 //
 // Each resource's high-water (the highest token it accepted) and the lock it
 // belongs to are a row of the fence_tokens table, created by package
-// migrations ([github.com/fencelock/fencelock/migrations.ApplySQL], or the files for your migration tool).
+// migrations ([github.com/fencelock/fencelock/migrations.ApplySQL], or the
+// files for your migration tool).
 // The driver is yours: github.com/go-sql-driver/mysql for [MySQL], a
 // database/sql driver such as github.com/jackc/pgx/v5/stdlib for
 // [Postgres]. (With pgx itself, package pgverifier does the same without
@@ -58,21 +59,32 @@
 // driver's default DSN, a statement with arguments is prepared, run and
 // closed (two round trips; the close needs no answer); with
 // interpolateParams=true the driver puts the values in the text itself
-// and sends it once. The guard is one round trip either way: on MySQL its
-// fast path goes out with its values as hex literals (X'...', which no
-// character set or sql_mode can misread), so it is never prepared; on
-// PostgreSQL pgx's stdlib driver prepares it once per connection and then
-// runs it in one round trip. database/sql cannot send the guard and your
-// statement together; package pgverifier can, with pgx.
+// and sends it once. The guard is one round trip either way, with every
+// value a bind parameter. On MySQL the verifier prepares its usual
+// statement (an UPDATE of the resource's row, below) on its DB, once,
+// before its first transaction; its transactions run it through
+// [database/sql.Tx.StmtContext], which prepares it on each pooled
+// connection the first time and keeps it there, so that each later run is
+// one round trip. On a *sql.Conn the statement is the Conn's.
+// [Verifier.Guard] runs it the same way in a transaction of the verifier's
+// *sql.DB once the verifier has prepared it (Guard itself uses no
+// connection but yours), and on the verifier's *sql.Conn; in any other
+// transaction it runs unprepared (two round trips on the default DSN).
+// The statement stays prepared, on at most every connection of the pool,
+// until [Verifier.Close] or until the Verifier is garbage collected. On
+// PostgreSQL pgx's stdlib driver prepares the guard once per connection
+// and then runs it in one round trip. database/sql cannot send the guard
+// and your statement together; package pgverifier can, with pgx.
 //
 // Measured (BenchmarkGuardOverhead, the five ways interleaved on one
-// connection, 3,000 rounds, three runs on a shared 2-core machine; ratios
-// to the plain transaction): Exec 1.37–1.42× (MariaDB, default DSN),
-// 1.56–1.67× (interpolateParams=true, whose plain transaction is itself
-// cheaper) and 1.54–1.61× (PostgreSQL); WithTx the same. The fastest
-// pattern on both is the per-row pattern below: 1.09–1.28× (MariaDB,
-// default DSN: the longer statement is prepared too), 1.07–1.12× (MariaDB,
-// interpolateParams=true) and 1.00–1.04× (PostgreSQL). `go run ./bench perf -scenarios sql` measures the same as
+// connection, 2,000–3,000 rounds, four runs on a shared 2-core machine, one
+// for PostgreSQL; ratios to the plain transaction): Exec 1.31–1.50×
+// (MariaDB, default DSN), 1.44–1.63× (interpolateParams=true, whose plain
+// transaction is itself cheaper) and 1.59× (PostgreSQL); WithTx 1.35–1.41×,
+// 1.45–1.61× and 1.60×. The fastest pattern on both is the per-row pattern
+// below: 1.05–1.17× (MariaDB, default DSN: the longer statement is
+// prepared too), 0.99–1.21× (MariaDB, interpolateParams=true) and 1.07×
+// (PostgreSQL). `go run ./bench perf -scenarios sql` measures the same as
 // sql_unguarded, sql_guarded and sql_perrow.
 //
 // # Per-row fence columns
@@ -119,8 +131,10 @@
 // On PostgreSQL it is package pgverifier's statement (one file, run by
 // both), and a refusal is read and explained as pgverifier does:
 //
-//	INSERT INTO fence_tokens AS f (resource, seq, holder, lock_key, updated_at) VALUES ($1, $2, $3, $4, now())
-//	ON CONFLICT (resource) DO UPDATE SET lock_key = excluded.lock_key, seq = ..., holder = ..., updated_at = ...
+//	INSERT INTO fence_tokens AS f (resource, seq, holder, lock_key, updated_at)
+//	VALUES ($1, $2, $3, $4, now())
+//	ON CONFLICT (resource) DO UPDATE
+//	SET lock_key = excluded.lock_key, seq = ..., holder = ..., updated_at = ...
 //	    WHERE (f.lock_key IS NULL OR f.lock_key = excluded.lock_key)
 //	      AND (excluded.seq > f.seq OR (excluded.seq = f.seq AND excluded.holder = f.holder))
 //	RETURNING seq
@@ -157,9 +171,8 @@
 //
 // # Names and values
 //
-// Every value is a bind parameter, but for the MySQL guard's fast path,
-// whose strings are hex literals and integers digits; the table name
-// ([WithTable]) is quoted for the dialect. The MySQL table stores names as
+// Every value is a bind parameter; the table name ([WithTable]) is quoted
+// for the dialect, and may not contain control characters. The MySQL table stores names as
 // VARBINARY, so they compare byte for byte (MariaDB's _bin collations
 // ignore trailing spaces). With go-sql-driver/mysql, interpolateParams=true
 // in the DSN saves a round trip per statement of yours (the driver then

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 
 	"github.com/fencelock/fencelock/fence"
@@ -46,12 +47,13 @@ func WithHooks(h *observe.Hooks) Option { return Option(kind.WithHooks(h)) }
 
 // WithTable sets the high-water table, as one name or as schema (MySQL:
 // database) and name ("app", "fence_tokens"). Each part is quoted as an
-// identifier of the dialect, so it is used verbatim; each must be valid
-// UTF-8 without NUL, 1 to 63 bytes for Postgres (longer names would be
-// truncated, silently naming another table) or 1 to 64 characters for
-// MySQL. The table must have the columns of the one in package migrations.
-// The default is [DefaultTable], in the connection's current schema or
-// database.
+// identifier of the dialect, so it is used verbatim, quotes, ? and --
+// included. Each must be valid UTF-8 without control characters (Unicode
+// category Cc: NUL, tab, newline and the like are refused), 1 to 63 bytes
+// for Postgres (longer names would be truncated, silently naming another
+// table) or 1 to 64 characters for MySQL. The table must have the columns
+// of the one in package migrations. The default is [DefaultTable], in the
+// connection's current schema or database.
 func WithTable(parts ...string) Option { return Option(kind.WithTable(parts...)) }
 
 // Verifier is a fencing-token verifier on a database/sql database, MySQL,
@@ -59,7 +61,10 @@ func WithTable(parts ...string) Option { return Option(kind.WithTable(parts...))
 // the resource belongs to) in a table (see package migrations) and checks
 // tokens with a guard that runs in the caller's transaction, next to the
 // data it protects. It is safe for concurrent use; on a *sql.Conn, calls
-// take turns on its one session.
+// take turns on its one session. On MySQL it keeps its guard's statement
+// prepared on its DB (*sql.DB or *sql.Conn), once per connection that ran
+// it; [Verifier.Close] releases it. Make one Verifier per DB and table,
+// and share it.
 type Verifier struct {
 	base  scaffold.Base
 	db    DB
@@ -67,7 +72,8 @@ type Verifier struct {
 	f     *flavor
 	table string // quoted
 	sql   statements
-	rows  known // MySQL: resources whose row exists
+	rows  known     // MySQL: resources whose row exists
+	fast  *prepared // MySQL: the guard's fast path, prepared; nil if db cannot
 }
 
 var (
@@ -95,8 +101,8 @@ func New(db DB, dialect Dialect, opts ...Option) (*Verifier, error) {
 		return nil, invalid("New: unknown dialect %v", dialect)
 	}
 	c := scaffold.Config{Table: []string{DefaultTable}, Ident: func(part string) error {
-		if !f.identOK(part) {
-			return invalid("table name part %q is not a valid %s identifier", part, dialect)
+		if why := f.identOK(part); why != "" {
+			return invalid("table name part %q is not a valid %s identifier: %s", part, dialect, why)
 		}
 		return nil
 	}}
@@ -108,7 +114,32 @@ func New(db DB, dialect Dialect, opts ...Option) (*Verifier, error) {
 		quoted[i] = f.quoteIdent(p)
 	}
 	table := strings.Join(quoted, ".")
-	return &Verifier{base: kind.Base(f.name, c), db: db, d: dialect, f: f, table: table, sql: f.statements(dialect, table)}, nil
+	v := &Verifier{base: kind.Base(f.name, c), db: db, d: dialect, f: f, table: table, sql: f.statements(dialect, table)}
+	if f.rowFirst {
+		v.fast = newPrepared(db, v.sql.update)
+		if v.fast != nil {
+			// A Verifier dropped without Close lets go of its statement.
+			runtime.AddCleanup(v, func(p *prepared) { _ = p.close() }, v.fast)
+		}
+	}
+	return v, nil
+}
+
+// Close releases what the verifier keeps on its DB: on MySQL, the guard's
+// prepared statement (see the package documentation, "Round trips"). It
+// does not close the DB, and the verifier stays usable: its guard then
+// runs unprepared, with one round trip more on go-sql-driver/mysql's
+// default DSN. A Verifier that is dropped without Close releases the
+// statement when it is garbage collected. Close is safe to call more than
+// once, and on a nil *Verifier; it returns the error of closing the
+// statement, if any. Call it once the verifier's calls have returned: on
+// a *sql.Conn, a guard running at that moment may fail with database/sql's
+// "statement is closed".
+func (v *Verifier) Close() error {
+	if v == nil {
+		return nil
+	}
+	return v.fast.close()
 }
 
 // b returns v's scaffold; nil for a nil v.
@@ -156,7 +187,12 @@ func (v *Verifier) Claim(ctx context.Context, resource string, tok fence.Token) 
 // and report a token that was accepted, and then overtaken, as stale (on
 // PostgreSQL the verdict is exact, but a refusal's details are read after
 // the guard's own commit, so a racing Move can make stale look foreign).
-// Guard uses no connection but q's. On MySQL, when the resource has no row
+// Guard uses no connection but q's. On MySQL its usual statement runs
+// prepared, in one round trip (see the package documentation, "Round
+// trips"), when q is a transaction of the verifier's *sql.DB and the
+// verifier has prepared it (its first Claim, WithTx or Exec does), or q is
+// the verifier's *sql.Conn; otherwise through q.ExecContext. On MySQL,
+// when the resource has no row
 // yet, the guard inserts it in q's transaction; if that transaction rolls
 // back while other guards of the resource wait for the row, InnoDB reports
 // deadlocks (error 1213) to them. WithTx, Exec, Claim and Move avoid that by
@@ -166,7 +202,7 @@ func (v *Verifier) Guard(ctx context.Context, q Querier, resource string, tok fe
 		if isnil.Nil(q) {
 			return invalid("Guard: nil Querier")
 		}
-		return v.guard(ctx, q, c)
+		return v.guard(ctx, q, c, false)
 	})
 }
 
@@ -192,9 +228,10 @@ func (v *Verifier) ensureRow(ctx context.Context, resource string) error {
 }
 
 // guard runs the dialect's guard for c on q and, when it did not accept
-// for certain, reads the row on q and judges (see scaffold.Guard).
-func (v *Verifier) guard(ctx context.Context, q Querier, c scaffold.Claim) error {
-	try := func() (bool, error) { return v.f.try(v, ctx, q, c) }
+// for certain, reads the row on q and judges (see scaffold.Guard). own says
+// q is a transaction the verifier began on its DB.
+func (v *Verifier) guard(ctx context.Context, q Querier, c scaffold.Claim, own bool) error {
+	try := func() (bool, error) { return v.f.try(v, ctx, q, c, own) }
 	return kind.Guard(c, try, func() (scaffold.Row, error) {
 		var row scaffold.Row
 		var seq int64
@@ -210,7 +247,7 @@ func (v *Verifier) guard(ctx context.Context, q Querier, c scaffold.Claim) error
 
 // tryPostgres is the Postgres guard: one statement, a row back when
 // accepted, none when refused (the row is then locked: read why).
-func (v *Verifier) tryPostgres(ctx context.Context, q Querier, c scaffold.Claim) (bool, error) {
+func (v *Verifier) tryPostgres(ctx context.Context, q Querier, c scaffold.Claim, _ bool) (bool, error) {
 	var got int64
 	err := q.QueryRowContext(ctx, v.sql.guard, scaffold.GuardArgs(c)...).Scan(&got)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -224,12 +261,16 @@ func (v *Verifier) tryPostgres(ctx context.Context, q Querier, c scaffold.Claim)
 
 // tryMySQL is the MySQL guard: the fast path, an UPDATE of the row
 // ensureRow created, then the full guard, whose affected rows tell only an
-// update for certain. The fast path goes out with its values in the text
-// (see inline): one round trip, where the driver's default would prepare,
-// run and close it.
-func (v *Verifier) tryMySQL(ctx context.Context, q Querier, c scaffold.Claim) (bool, error) {
+// update for certain. The fast path runs as a statement prepared once (see
+// prepared) where q allows: one round trip, where the driver's default
+// would prepare, run and close it.
+func (v *Verifier) tryMySQL(ctx context.Context, q Querier, c scaffold.Claim, own bool) (bool, error) {
 	resource, tok, seq := c.Resource(), c.Token(), int64(c.Token().Seq)
-	res, err := q.ExecContext(ctx, v.sql.update.with(tok.Key, tok.Holder, seq, resource, tok.Key, seq, seq, tok.Holder))
+	args := []any{tok.Key, tok.Holder, seq, resource, tok.Key, seq, seq, tok.Holder}
+	res, ran, err := v.fast.exec(ctx, q, own, args...)
+	if !ran {
+		res, err = q.ExecContext(ctx, v.sql.update, args...)
+	}
 	if err != nil {
 		return false, fmt.Errorf("sqlverifier: guard %q: %w", resource, err)
 	}

@@ -45,6 +45,7 @@ func (v *Verifier) inTx(ctx context.Context, c scaffold.Claim, fn func(tx *sql.T
 	if err := v.ensureRow(ctx, resource); err != nil {
 		return err
 	}
+	v.fast.prepare(ctx) // before the transaction holds a connection
 	tx, err := v.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("sqlverifier: begin: %w", err)
@@ -52,7 +53,7 @@ func (v *Verifier) inTx(ctx context.Context, c scaffold.Claim, fn func(tx *sql.T
 	// After a commit this is a no-op (sql.ErrTxDone). When ctx ends first,
 	// database/sql rolls back by itself.
 	defer tx.Rollback()
-	if err := v.guard(ctx, tx, c); err != nil {
+	if err := v.guard(ctx, tx, c, true); err != nil {
 		return err
 	}
 	if fn != nil {
