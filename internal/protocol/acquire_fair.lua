@@ -8,7 +8,21 @@
 -- {0, pttl} another holder has it; {3, 0} it is free but reserved for the
 -- waiters queued ahead. Unless ARGV[6] is '', a try that does not get the
 -- lock queues the holder and writes its ticket with ARGV[6].
-local seq, taken = held_by(ARGV[1])
+
+-- enqueue puts holder in the queue (keeping its place if it is there) and
+-- writes its ticket; both keys expire with the last ticket.
+local function enqueue(holder, ttl, ticket_ms, attempt)
+  local us = clock_us()
+  redis.call('ZADD', KEYS[3], 'NX', us, holder)
+  redis.call('HSET', KEYS[4], holder, fmt(math.floor(us / 1000) + tonumber(ticket_ms)) .. ':' .. ttl .. ':' .. attempt)
+  redis.call('PEXPIRE', KEYS[3], ticket_ms)
+  redis.call('PEXPIRE', KEYS[4], ticket_ms)
+end
+
+-- One MGET reads the lock and its counter: the uncontended path runs
+-- MGET, EXISTS (the queue), TIME, SET and SET.
+local lc = redis.call('MGET', KEYS[1], KEYS[2])
+local seq, taken = holds(lc[1], ARGV[1])
 if seq then
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
   dequeue(ARGV[1])
@@ -30,9 +44,9 @@ end
 if head then
   dequeue(ARGV[1])
 end
-local n = next_seq(ARGV[3], ARGV[4])
+local n, s = next_seq(ARGV[3], ARGV[4], lc[2])
 if not n then
   return redis.error_reply('fencelock: counter past 2^53-1')
 end
-redis.call('SET', KEYS[1], ARGV[1] .. ':' .. fmt(n), 'PX', ARGV[2])
+redis.call('SET', KEYS[1], ARGV[1] .. ':' .. s, 'PX', ARGV[2])
 return {1, n}

@@ -16,6 +16,12 @@ import (
 var (
 	//go:embed common.lua
 	commonSrc string
+	//go:embed publish.lua
+	publishSrc string
+	//go:embed queue.lua
+	queueSrc string
+	//go:embed handoff.lua
+	handoffSrc string
 	//go:embed acquire.lua
 	acquireSrc string
 	//go:embed acquire_fair.lua
@@ -33,12 +39,16 @@ var (
 	//go:embed advance.lua
 	advanceSrc string
 
+	// A script is composed of the shared parts it uses and no more: Lua
+	// builds every function of a script anew on every call.
+	handoffSrcs = commonSrc + publishSrc + queueSrc + handoffSrc
+
 	acquire     = redis.NewScript(commonSrc + acquireSrc)
-	acquireFair = redis.NewScript(commonSrc + acquireFairSrc)
+	acquireFair = redis.NewScript(commonSrc + queueSrc + acquireFairSrc)
 	refresh     = redis.NewScript(refreshSrc)
-	release     = redis.NewScript(commonSrc + releaseSrc)
-	releaseFair = redis.NewScript(commonSrc + releaseFairSrc)
-	leave       = redis.NewScript(commonSrc + leaveSrc)
+	release     = redis.NewScript(publishSrc + releaseSrc)
+	releaseFair = redis.NewScript(handoffSrcs + releaseFairSrc)
+	leave       = redis.NewScript(handoffSrcs + leaveSrc)
 	inspect     = redis.NewScript(inspectSrc)
 	advance     = redis.NewScript(commonSrc + advanceSrc)
 )
