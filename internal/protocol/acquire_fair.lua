@@ -34,7 +34,7 @@ if taken then
   end
   return {0, redis.call('PTTL', KEYS[1])}
 end
-local head = live_head()
+local head, _, _, now = live_head()
 if head and head ~= ARGV[1] then
   if ARGV[6] ~= '' then
     enqueue(ARGV[1], ARGV[2], ARGV[5], ARGV[6])
@@ -44,7 +44,7 @@ end
 if head then
   dequeue(ARGV[1])
 end
-local n, s = next_seq(ARGV[3], ARGV[4], lc[2])
+local n, s = next_seq(ARGV[3], ARGV[4], lc[2], now)
 if not n then
   return redis.error_reply('fencelock: counter past 2^53-1')
 end

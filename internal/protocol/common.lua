@@ -59,10 +59,11 @@ end
 
 -- next_seq is the next token Seq, which the counter takes: one more than
 -- the counter (the clock when it is missing), lifted to the clock first
--- when clock_floor is '1'. c is as for counter_now. Returns nil past
--- 2^53-1, else the Seq and its text (fmt).
-local function next_seq(counter_ttl, clock_floor, c)
-  local now = clock_us()
+-- when clock_floor is '1'. c is as for counter_now; now is the clock
+-- (clock_us) if the script has read it already. Returns nil past 2^53-1,
+-- else the Seq and its text (fmt).
+local function next_seq(counter_ttl, clock_floor, c, now)
+  now = now or clock_us()
   local seq = counter_now(now, c) + 1
   if clock_floor == '1' and seq < now then
     seq = now

@@ -7,12 +7,12 @@
 -- Past 2^53-1 it returns an error reply and changes nothing but the
 -- expired tickets it dropped; else nil.
 local function hand_off(channel, counter_ttl, clock_floor, sharded)
-  local head, ttl, attempt = live_head()
+  local head, ttl, attempt, now = live_head()
   if not head then
     redis.call('DEL', KEYS[1])
     return nil
   end
-  local seq, s = next_seq(counter_ttl, clock_floor)
+  local seq, s = next_seq(counter_ttl, clock_floor, nil, now)
   if not seq then
     return redis.error_reply('fencelock: counter past 2^53-1')
   end
