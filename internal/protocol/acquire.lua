@@ -16,12 +16,8 @@ end
 if taken then
   return {0, redis.call('PTTL', KEYS[1])}
 end
-local n, s = 0, '0'
 if ARGV[5] ~= '0' then
-  n, s = next_seq(ARGV[3], ARGV[4], lc[2])
-  if not n then
-    return redis.error_reply('fencelock: counter past 2^53-1')
-  end
+  return take(lc[2])
 end
-redis.call('SET', KEYS[1], ARGV[1] .. ':' .. s, 'PX', ARGV[2])
-return {1, n}
+redis.call('SET', KEYS[1], ARGV[1] .. ':0', 'PX', ARGV[2])
+return {1, 0}

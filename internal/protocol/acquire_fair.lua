@@ -8,45 +8,14 @@
 -- {0, pttl} another holder has it; {3, 0} it is free but reserved for the
 -- waiters queued ahead. Unless ARGV[6] is '', a try that does not get the
 -- lock queues the holder and writes its ticket with ARGV[6].
-
--- enqueue puts holder in the queue (keeping its place if it is there) and
--- writes its ticket; both keys expire with the last ticket.
-local function enqueue(holder, ttl, ticket_ms, attempt)
-  local us = clock_us()
-  redis.call('ZADD', KEYS[3], 'NX', us, holder)
-  redis.call('HSET', KEYS[4], holder, fmt(math.floor(us / 1000) + tonumber(ticket_ms)) .. ':' .. ttl .. ':' .. attempt)
-  redis.call('PEXPIRE', KEYS[3], ticket_ms)
-  redis.call('PEXPIRE', KEYS[4], ticket_ms)
-end
-
--- One MGET reads the lock and its counter: the uncontended path runs
--- MGET, EXISTS (the queue), TIME, SET and SET.
+--
+-- This file opens its script, right after common.lua: Lua builds every
+-- function of a script on every call, and the common case (a free lock,
+-- nobody queued: MGET, EXISTS, TIME, SET, SET) returns before the queue's
+-- functions are built. Every other case goes on in acquire_fair_queued.lua,
+-- after queue.lua.
 local lc = redis.call('MGET', KEYS[1], KEYS[2])
 local seq, taken = holds(lc[1], ARGV[1])
-if seq then
-  redis.call('PEXPIRE', KEYS[1], ARGV[2])
-  dequeue(ARGV[1])
-  return {2, tonumber(seq)}
+if not seq and not taken and redis.call('EXISTS', KEYS[3]) == 0 then
+  return take(lc[2])
 end
-if taken then
-  if ARGV[6] ~= '' then
-    enqueue(ARGV[1], ARGV[2], ARGV[5], ARGV[6])
-  end
-  return {0, redis.call('PTTL', KEYS[1])}
-end
-local head, _, _, now = live_head()
-if head and head ~= ARGV[1] then
-  if ARGV[6] ~= '' then
-    enqueue(ARGV[1], ARGV[2], ARGV[5], ARGV[6])
-  end
-  return {3, 0}
-end
-if head then
-  dequeue(ARGV[1])
-end
-local n, s = next_seq(ARGV[3], ARGV[4], lc[2], now)
-if not n then
-  return redis.error_reply('fencelock: counter past 2^53-1')
-end
-redis.call('SET', KEYS[1], ARGV[1] .. ':' .. s, 'PX', ARGV[2])
-return {1, n}

@@ -88,7 +88,15 @@ local function holds(v, holder)
   return nil, true
 end
 
--- held_by is holds on the lock as it stands.
-local function held_by(holder)
-  return holds(redis.call('GET', KEYS[1]), holder)
+-- take gives the free lock to ARGV[1] for ARGV[2] ms with the next Seq,
+-- under the counter settings ARGV[3] and ARGV[4] (the arguments of both
+-- acquire scripts); c and now are as for next_seq. Returns the acquire's
+-- reply {1, seq}, or an error reply past 2^53-1.
+local function take(c, now)
+  local n, s = next_seq(ARGV[3], ARGV[4], c, now)
+  if not n then
+    return redis.error_reply('fencelock: counter past 2^53-1')
+  end
+  redis.call('SET', KEYS[1], ARGV[1] .. ':' .. s, 'PX', ARGV[2])
+  return {1, n}
 end

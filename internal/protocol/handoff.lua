@@ -1,13 +1,13 @@
--- The fair release, prepended after common.lua, publish.lua and queue.lua
--- to the scripts that let go of a fair lock.
+-- The fair release, after common.lua, publish.lua and queue.lua in the
+-- scripts that let go of a fair lock.
 
 -- hand_off lets go of the lock, which the caller holds: it gives it to the
 -- live head of the queue with a new token (overwriting the caller's value)
 -- and tells it so, "holder:seq:attempt", or deletes it when nobody waits.
 -- Past 2^53-1 it returns an error reply and changes nothing but the
--- expired tickets it dropped; else nil.
-local function hand_off(channel, counter_ttl, clock_floor, sharded)
-  local head, ttl, attempt, now = live_head()
+-- expired tickets it dropped; else nil. queued is as for live_head.
+local function hand_off(channel, counter_ttl, clock_floor, sharded, queued)
+  local head, ttl, attempt, now = live_head(queued)
   if not head then
     redis.call('DEL', KEYS[1])
     return nil
@@ -27,7 +27,7 @@ end
 -- Returns 1 when released, 0 when the lock is gone or held by another, or
 -- an error reply.
 local function let_go(holder, channel, counter_ttl, clock_floor, sharded)
-  if not held_by(holder) then
+  if not holds(redis.call('GET', KEYS[1]), holder) then
     return 0
   end
   local err = hand_off(channel, counter_ttl, clock_floor, sharded)

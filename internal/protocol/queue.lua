@@ -9,9 +9,9 @@
 -- live_head returns the first waiter whose ticket has not expired, with
 -- its ttl and attempt, dropping expired tickets on the way; nil when none.
 -- Its fourth value is the clock (clock_us) when it read it, for the caller
--- to reuse.
-local function live_head()
-  if redis.call('EXISTS', KEYS[3]) == 0 then -- the common case, and much cheaper than ZRANGE
+-- to reuse. queued is true when the caller saw the queue exist.
+local function live_head(queued)
+  if not queued and redis.call('EXISTS', KEYS[3]) == 0 then -- the common case, and much cheaper than ZRANGE
     return nil
   end
   local h = redis.call('ZRANGE', KEYS[3], 0, 0)[1]
@@ -35,6 +35,16 @@ local function live_head()
     h = redis.call('ZRANGE', KEYS[3], 0, 0)[1]
   end
   return nil, nil, nil, now
+end
+
+-- enqueue puts holder in the queue (keeping its place if it is there) and
+-- writes its ticket; both keys expire with the last ticket.
+local function enqueue(holder, ttl, ticket_ms, attempt)
+  local us = clock_us()
+  redis.call('ZADD', KEYS[3], 'NX', us, holder)
+  redis.call('HSET', KEYS[4], holder, fmt(math.floor(us / 1000) + tonumber(ticket_ms)) .. ':' .. ttl .. ':' .. attempt)
+  redis.call('PEXPIRE', KEYS[3], ticket_ms)
+  redis.call('PEXPIRE', KEYS[4], ticket_ms)
 end
 
 local function dequeue(holder)
