@@ -21,7 +21,7 @@ import (
 // the time.Sleep(1ms) as the workers saw it: longer than alone, because Go
 // waits for timers in epoll with millisecond timeouts, and a reply that
 // wakes the process during a sleep (the last holder's next try) makes it
-// wait a whole millisecond more for the remainder.
+// wait a whole millisecond from then.
 func BenchmarkHotKey(b *testing.B) {
 	for _, fair := range []bool{true, false} {
 		name := "fair"
