@@ -5,7 +5,10 @@
 -- ARGV[5] '0' for an unfenced lock: no counter, Seq 0.
 -- Replies (see TryResult): {1, seq} acquired; {2, seq} the holder had it
 -- already (its ttl is reset); {0, pttl} another holder has it.
-local seq, taken = held_by(ARGV[1])
+-- One MGET reads the lock and its counter: the uncontended path runs
+-- MGET, TIME, SET and SET.
+local lc = redis.call('MGET', KEYS[1], KEYS[2])
+local seq, taken = holds(lc[1], ARGV[1])
 if seq then
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
   return {2, tonumber(seq)}
@@ -13,12 +16,8 @@ end
 if taken then
   return {0, redis.call('PTTL', KEYS[1])}
 end
-local n = 0
 if ARGV[5] ~= '0' then
-  n = next_seq(ARGV[3], ARGV[4])
-  if not n then
-    return redis.error_reply('fencelock: counter past 2^53-1')
-  end
+  return take(lc[2])
 end
-redis.call('SET', KEYS[1], ARGV[1] .. ':' .. fmt(n), 'PX', ARGV[2])
-return {1, n}
+redis.call('SET', KEYS[1], ARGV[1] .. ':0', 'PX', ARGV[2])
+return {1, 0}

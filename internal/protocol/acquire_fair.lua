@@ -8,31 +8,14 @@
 -- {0, pttl} another holder has it; {3, 0} it is free but reserved for the
 -- waiters queued ahead. Unless ARGV[6] is '', a try that does not get the
 -- lock queues the holder and writes its ticket with ARGV[6].
-local seq, taken = held_by(ARGV[1])
-if seq then
-  redis.call('PEXPIRE', KEYS[1], ARGV[2])
-  dequeue(ARGV[1])
-  return {2, tonumber(seq)}
+--
+-- This file opens its script, right after common.lua: Lua builds every
+-- function of a script on every call, and the common case (a free lock,
+-- nobody queued: MGET, EXISTS, TIME, SET, SET) returns before the queue's
+-- functions are built. Every other case goes on in acquire_fair_queued.lua,
+-- after queue.lua.
+local lc = redis.call('MGET', KEYS[1], KEYS[2])
+local seq, taken = holds(lc[1], ARGV[1])
+if not seq and not taken and redis.call('EXISTS', KEYS[3]) == 0 then
+  return take(lc[2])
 end
-if taken then
-  if ARGV[6] ~= '' then
-    enqueue(ARGV[1], ARGV[2], ARGV[5], ARGV[6])
-  end
-  return {0, redis.call('PTTL', KEYS[1])}
-end
-local head = live_head()
-if head and head ~= ARGV[1] then
-  if ARGV[6] ~= '' then
-    enqueue(ARGV[1], ARGV[2], ARGV[5], ARGV[6])
-  end
-  return {3, 0}
-end
-if head then
-  dequeue(ARGV[1])
-end
-local n = next_seq(ARGV[3], ARGV[4])
-if not n then
-  return redis.error_reply('fencelock: counter past 2^53-1')
-end
-redis.call('SET', KEYS[1], ARGV[1] .. ':' .. fmt(n), 'PX', ARGV[2])
-return {1, n}

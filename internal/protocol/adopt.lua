@@ -16,7 +16,7 @@ if c < seq or not present then
   c = math.max(c, seq)
   store_counter(c, ARGV[3], now)
 end
-if held_by(ARGV[1]) then
+if holds(redis.call('GET', KEYS[1]), ARGV[1]) then
   redis.call('SET', KEYS[1], ARGV[1] .. ':' .. fmt(seq), 'KEEPTTL')
 end
 return c

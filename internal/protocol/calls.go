@@ -16,10 +16,18 @@ import (
 var (
 	//go:embed common.lua
 	commonSrc string
+	//go:embed publish.lua
+	publishSrc string
+	//go:embed queue.lua
+	queueSrc string
+	//go:embed handoff.lua
+	handoffSrc string
 	//go:embed acquire.lua
 	acquireSrc string
 	//go:embed acquire_fair.lua
 	acquireFairSrc string
+	//go:embed acquire_fair_queued.lua
+	acquireFairQueuedSrc string
 	//go:embed refresh.lua
 	refreshSrc string
 	//go:embed release.lua
@@ -33,15 +41,24 @@ var (
 	//go:embed advance.lua
 	advanceSrc string
 
+	// A script is composed of the shared parts it uses and no more, and
+	// the fair scripts' common cases run before the functions they do not
+	// need: Lua builds every function of a script anew on every call.
+	handoffSrcs = commonSrc + publishSrc + queueSrc + handoffSrc
+
 	acquire     = redis.NewScript(commonSrc + acquireSrc)
-	acquireFair = redis.NewScript(commonSrc + acquireFairSrc)
+	acquireFair = redis.NewScript(commonSrc + acquireFairSrc + queueSrc + acquireFairQueuedSrc)
 	refresh     = redis.NewScript(refreshSrc)
-	release     = redis.NewScript(commonSrc + releaseSrc)
-	releaseFair = redis.NewScript(commonSrc + releaseFairSrc)
-	leave       = redis.NewScript(commonSrc + leaveSrc)
+	release     = redis.NewScript(publishSrc + releaseSrc)
+	releaseFair = redis.NewScript(releaseFairSrc + handoffSrcs + releaseFairQueued)
+	leave       = redis.NewScript(handoffSrcs + leaveSrc)
 	inspect     = redis.NewScript(inspectSrc)
 	advance     = redis.NewScript(commonSrc + advanceSrc)
 )
+
+// releaseFairQueued ends release_fair.lua, after the shared functions:
+// the holder let go of a lock with a queue, which hand_off passes on.
+const releaseFairQueued = "return hand_off(ARGV[2], ARGV[3], ARGV[4], ARGV[5], true) or 1\n"
 
 // Try is one try to take a lock.
 type Try struct {

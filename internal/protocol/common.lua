@@ -1,9 +1,12 @@
--- Shared functions, prepended to the scripts that take, pass on or lift a
--- lock's counter. Every such script has KEYS[1] lock, KEYS[2] counter, and
+-- Shared functions of the lock and its counter, prepended to the scripts
+-- that take, pass on or lift a lock's counter (queue.lua and publish.lua
+-- hold the fair queue's and the release message's; a script is composed of
+-- only the parts it uses, because Lua builds every function of a script on
+-- every call). Every such script has KEYS[1] lock, KEYS[2] counter, and
 -- for the fair lock KEYS[3] queue (a sorted set of holder ids by arrival)
 -- and KEYS[4] tickets (a hash: holder id -> ticket, see ticket.go).
 -- The formats of the lock's value, the ticket and the release message are
--- documented, parsed and tested in Go (package protocol); this file is
+-- documented, parsed and tested in Go (package protocol); these files are
 -- their only writer.
 
 local MAX_SEQ = 9007199254740991 -- 2^53-1: Lua numbers are doubles
@@ -11,7 +14,7 @@ local MAX_SEQ = 9007199254740991 -- 2^53-1: Lua numbers are doubles
 -- clock_us is the server's clock in microseconds.
 local function clock_us()
   local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000000 + tonumber(t[2])
+  return t[1] * 1000000 + t[2] -- TIME's digits; coerced, cheaper than tonumber
 end
 
 -- fmt writes an integer without Lua's 14-digit rounding (tokens near the
@@ -24,25 +27,30 @@ end
 -- counter.go): ttl_ms '0' keeps it forever; otherwise it expires after
 -- ttl_ms, or later when v is above the clock, so that by the time it is
 -- missing the clock has passed every value it held, and a missing counter
--- restarting at the clock never goes back.
+-- restarting at the clock never goes back. It returns v as written (fmt).
 local function store_counter(v, ttl_ms, now)
+  local s = fmt(v)
   if ttl_ms == '0' then
-    redis.call('SET', KEYS[2], fmt(v))
-    return
+    redis.call('SET', KEYS[2], s)
+    return s
   end
-  local px = tonumber(ttl_ms)
+  local px = ttl_ms
   if v > now then
     -- 2ms of margin: Redis 7.2 counts PX from the script's start, a
     -- moment before TIME was read
-    px = math.max(px, math.ceil((v - now) / 1000) + 2)
+    px = math.max(tonumber(ttl_ms), math.ceil((v - now) / 1000) + 2)
   end
-  redis.call('SET', KEYS[2], fmt(v), 'PX', px)
+  redis.call('SET', KEYS[2], s, 'PX', px)
+  return s
 end
 
 -- counter_now is the counter's value, or the clock when it is missing: a
--- missing counter stands where a new one would start.
-local function counter_now(now)
-  local c = redis.call('GET', KEYS[2])
+-- missing counter stands where a new one would start. c is the counter as
+-- read (GET or MGET: false when missing), or nil to read it here.
+local function counter_now(now, c)
+  if c == nil then
+    c = redis.call('GET', KEYS[2])
+  end
   if c then
     return tonumber(c), true
   end
@@ -51,131 +59,44 @@ end
 
 -- next_seq is the next token Seq, which the counter takes: one more than
 -- the counter (the clock when it is missing), lifted to the clock first
--- when clock_floor is '1'. Returns nil past 2^53-1.
-local function next_seq(counter_ttl, clock_floor)
-  local now = clock_us()
-  local seq = counter_now(now) + 1
-  if clock_floor == '1' then
-    seq = math.max(seq, now)
+-- when clock_floor is '1'. c is as for counter_now; now is the clock
+-- (clock_us) if the script has read it already. Returns nil past 2^53-1,
+-- else the Seq and its text (fmt).
+local function next_seq(counter_ttl, clock_floor, c, now)
+  now = now or clock_us()
+  local seq = counter_now(now, c) + 1
+  if clock_floor == '1' and seq < now then
+    seq = now
   end
   if seq > MAX_SEQ then
     return nil
   end
-  store_counter(seq, counter_ttl, now)
-  return seq
+  return seq, store_counter(seq, counter_ttl, now)
 end
 
--- held_by returns the Seq in the lock's value when holder has the lock,
--- else nil; and whether anyone has it. The value is "holder:seq"; holder
--- ids have no ':'.
-local function held_by(holder)
-  local v = redis.call('GET', KEYS[1])
+-- holds returns the Seq in the lock's value v (false when the lock is
+-- free) when holder has the lock, else nil; and whether anyone has it.
+-- The value is "holder:seq"; holder ids have no ':'.
+local function holds(v, holder)
   if not v then
     return nil, false
   end
-  local prefix = holder .. ':'
-  if string.sub(v, 1, #prefix) == prefix then
-    return string.sub(v, #prefix + 1), true
+  local n = #holder
+  if string.byte(v, n + 1) == 58 and string.sub(v, 1, n) == holder then -- 58 is ':'
+    return string.sub(v, n + 2), true
   end
   return nil, true
 end
 
--- Tickets are "expiry_ms:ttl_ms:attempt": the waiter's place lasts until
--- expiry_ms (server clock), the lock is handed to it with ttl_ms, and the
--- handoff message names attempt, the try that wrote the ticket, so that
--- the waiter counts its lease from when it sent that try.
-
--- live_head returns the first waiter whose ticket has not expired, with
--- its ttl and attempt, dropping expired tickets on the way; nil when none.
-local function live_head()
-  if redis.call('EXISTS', KEYS[3]) == 0 then -- the common case, and cheaper than ZRANGE
-    return nil
-  end
-  local now
-  while true do
-    local h = redis.call('ZRANGE', KEYS[3], 0, 0)[1]
-    if not h then
-      return nil
-    end
-    now = now or math.floor(clock_us() / 1000)
-    local t = redis.call('HGET', KEYS[4], h)
-    if t then
-      local a = string.find(t, ':', 1, true)
-      local b = a and string.find(t, ':', a + 1, true)
-      -- a ticket that is not "expiry:ttl:attempt" with a ttl of at least
-      -- 1ms is dropped like an expired one
-      local exp = b and tonumber(string.sub(t, 1, a - 1))
-      local ttl = b and tonumber(string.sub(t, a + 1, b - 1))
-      if exp and ttl and exp > now and ttl >= 1 and ttl == math.floor(ttl) then
-        return h, string.sub(t, a + 1, b - 1), string.sub(t, b + 1)
-      end
-    end
-    redis.call('ZREM', KEYS[3], h)
-    redis.call('HDEL', KEYS[4], h)
-  end
-end
-
--- enqueue puts holder in the queue (keeping its place if it is there) and
--- writes its ticket; both keys expire with the last ticket.
-local function enqueue(holder, ttl, ticket_ms, attempt)
-  local us = clock_us()
-  redis.call('ZADD', KEYS[3], 'NX', us, holder)
-  redis.call('HSET', KEYS[4], holder, fmt(math.floor(us / 1000) + tonumber(ticket_ms)) .. ':' .. ttl .. ':' .. attempt)
-  redis.call('PEXPIRE', KEYS[3], ticket_ms)
-  redis.call('PEXPIRE', KEYS[4], ticket_ms)
-end
-
-local function dequeue(holder)
-  if redis.call('ZREM', KEYS[3], holder) == 1 then
-    redis.call('HDEL', KEYS[4], holder)
-  end
-end
-
--- publish sends msg on a lock's channel: with SPUBLISH when sharded is '1'
--- (the channel shares the lock's hash slot, so it is the script's own
--- shard), else with PUBLISH. A server without sharded pub/sub refuses
--- SPUBLISH and gets PUBLISH, as its waiters get SUBSCRIBE (see pubsub.go).
-local function publish(channel, msg, sharded)
-  if sharded == '1' then
-    local r = redis.pcall('SPUBLISH', channel, msg)
-    if type(r) ~= 'table' or not r.err then
-      return
-    end
-  end
-  redis.call('PUBLISH', channel, msg)
-end
-
--- hand_off lets go of the lock, which the caller holds: it gives it to the
--- live head of the queue with a new token (overwriting the caller's value)
--- and tells it so, "holder:seq:attempt", or deletes it when nobody waits.
--- Past 2^53-1 it returns an error reply and changes nothing but the
--- expired tickets it dropped; else nil.
-local function hand_off(channel, counter_ttl, clock_floor, sharded)
-  local head, ttl, attempt = live_head()
-  if not head then
-    redis.call('DEL', KEYS[1])
-    return nil
-  end
-  local seq = next_seq(counter_ttl, clock_floor)
-  if not seq then
+-- take gives the free lock to ARGV[1] for ARGV[2] ms with the next Seq,
+-- under the counter settings ARGV[3] and ARGV[4] (the arguments of both
+-- acquire scripts); c and now are as for next_seq. Returns the acquire's
+-- reply {1, seq}, or an error reply past 2^53-1.
+local function take(c, now)
+  local n, s = next_seq(ARGV[3], ARGV[4], c, now)
+  if not n then
     return redis.error_reply('fencelock: counter past 2^53-1')
   end
-  redis.call('SET', KEYS[1], head .. ':' .. fmt(seq), 'PX', ttl)
-  dequeue(head)
-  publish(channel, head .. ':' .. fmt(seq) .. ':' .. attempt, sharded)
-  return nil
-end
-
--- let_go releases a fair lock if holder has it, handing it on (hand_off).
--- Returns 1 when released, 0 when the lock is gone or held by another, or
--- an error reply.
-local function let_go(holder, channel, counter_ttl, clock_floor, sharded)
-  if not held_by(holder) then
-    return 0
-  end
-  local err = hand_off(channel, counter_ttl, clock_floor, sharded)
-  if err then
-    return err
-  end
-  return 1
+  redis.call('SET', KEYS[1], ARGV[1] .. ':' .. s, 'PX', ARGV[2])
+  return {1, n}
 end

@@ -3,7 +3,11 @@
 // queue's tickets, the release message and the pub/sub mode, as Go types.
 // The lease, redlock, the notifier and the command use it; nothing else
 // writes or parses these formats. Lua lives in the .lua files beside this
-// one (common.lua is prepended to the scripts that use its functions).
+// one. common.lua, publish.lua, queue.lua and handoff.lua hold the shared
+// functions; each script is composed of the ones it uses, and the fair
+// scripts' common cases (a free lock with nobody queued, a release with
+// nobody queued) return before the functions they do not need are built,
+// because Lua builds every function of a script on every call.
 //
 // # Keys
 //

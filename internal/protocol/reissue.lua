@@ -12,7 +12,7 @@ if tonumber(ARGV[2]) > MAX_SEQ then
 end
 local now = clock_us()
 local c = math.max(counter_now(now), tonumber(ARGV[2]))
-if not held_by(ARGV[1]) then
+if not holds(redis.call('GET', KEYS[1]), ARGV[1]) then
   store_counter(c, ARGV[3], now)
   return 0
 end

@@ -3,8 +3,8 @@
 -- Publishes "" (a plain release: it wakes one waiter per subscribed client).
 -- Returns 1 when released, 0 when the lock is gone or held by another.
 local v = redis.call('GET', KEYS[1])
-local prefix = ARGV[1] .. ':'
-if not v or string.sub(v, 1, #prefix) ~= prefix then
+local n = #ARGV[1]
+if not v or string.byte(v, n + 1) ~= 58 or string.sub(v, 1, n) ~= ARGV[1] then -- 58 is ':'
   return 0
 end
 redis.call('DEL', KEYS[1])

@@ -1,6 +1,7 @@
 // Package model is an explicit-state model checker for the fair lock
 // protocol: the scripts of package protocol (acquire_fair.lua,
-// release_fair.lua, leave.lua, refresh.lua, advance.lua over common.lua) and the waiting loop of
+// release_fair.lua, leave.lua, refresh.lua, advance.lua, over the shared
+// common.lua, queue.lua and handoff.lua) and the waiting loop of
 // lease/wait.go. It is pure Go and needs no Redis, so the protocol's
 // properties are checked in every `go test` run, in seconds.
 //

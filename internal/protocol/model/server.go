@@ -84,7 +84,7 @@ func (m *machine) serverRefresh(s *state, r request) reply {
 	return rep
 }
 
-// enqueue is common.lua's enqueue: keep the holder's place if it has
+// enqueue is acquire_fair.lua's enqueue: keep the holder's place if it has
 // one, renew its ticket, and push both keys' expiry out.
 func (m *machine) enqueue(s *state, h, attempt int8) {
 	v := &s.srv
@@ -104,7 +104,7 @@ func (m *machine) enqueue(s *state, h, attempt int8) {
 	v.queueExp = exp
 }
 
-// liveHead is common.lua's live_head: drop expired tickets from the head;
+// liveHead is queue.lua's live_head: drop expired tickets from the head;
 // report whether a live one is left there (at queue[0]).
 func (m *machine) liveHead(s *state) bool {
 	v := &s.srv

@@ -1,0 +1,24 @@
+-- The rest of acquire_fair.lua, after queue.lua: the lock is held (seq:
+-- by this holder; taken: by another), or it is free with a queue.
+if seq then
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  dequeue(ARGV[1])
+  return {2, tonumber(seq)}
+end
+if taken then
+  if ARGV[6] ~= '' then
+    enqueue(ARGV[1], ARGV[2], ARGV[5], ARGV[6])
+  end
+  return {0, redis.call('PTTL', KEYS[1])}
+end
+local head, _, _, now = live_head(true)
+if head and head ~= ARGV[1] then
+  if ARGV[6] ~= '' then
+    enqueue(ARGV[1], ARGV[2], ARGV[5], ARGV[6])
+  end
+  return {3, 0}
+end
+if head then
+  dequeue(ARGV[1])
+end
+return take(lc[2], now)

@@ -1,0 +1,38 @@
+-- The fair release, after common.lua, publish.lua and queue.lua in the
+-- scripts that let go of a fair lock.
+
+-- hand_off lets go of the lock, which the caller holds: it gives it to the
+-- live head of the queue with a new token (overwriting the caller's value)
+-- and tells it so, "holder:seq:attempt", or deletes it when nobody waits.
+-- Past 2^53-1 it returns an error reply and changes nothing but the
+-- expired tickets it dropped; else nil. queued is as for live_head.
+local function hand_off(channel, counter_ttl, clock_floor, sharded, queued)
+  local head, ttl, attempt, now = live_head(queued)
+  if not head then
+    redis.call('DEL', KEYS[1])
+    return nil
+  end
+  local seq, s = next_seq(counter_ttl, clock_floor, nil, now)
+  if not seq then
+    return redis.error_reply('fencelock: counter past 2^53-1')
+  end
+  local v = head .. ':' .. s
+  redis.call('SET', KEYS[1], v, 'PX', ttl)
+  dequeue(head)
+  publish(channel, v .. ':' .. attempt, sharded)
+  return nil
+end
+
+-- let_go releases a fair lock if holder has it, handing it on (hand_off).
+-- Returns 1 when released, 0 when the lock is gone or held by another, or
+-- an error reply.
+local function let_go(holder, channel, counter_ttl, clock_floor, sharded)
+  if not holds(redis.call('GET', KEYS[1]), holder) then
+    return 0
+  end
+  local err = hand_off(channel, counter_ttl, clock_floor, sharded)
+  if err then
+    return err
+  end
+  return 1
+end

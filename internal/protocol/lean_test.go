@@ -1,0 +1,76 @@
+package protocol_test
+
+import (
+	"regexp"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/fencelock/fencelock/internal/protocol"
+	"github.com/fencelock/fencelock/internal/testenv"
+)
+
+// TestUncontendedCommands pins the server work of an uncontended acquire
+// and release, the commands each script runs (INFO commandstats, on a
+// Redis of its own), so that a change that adds one shows: one MGET reads
+// the lock and its counter, a fair try asks whether anyone queues (EXISTS)
+// and a release with nobody queued deletes the lock without more.
+func TestUncontendedCommands(t *testing.T) {
+	own := testenv.NewRedis(t).Client()
+	t.Cleanup(func() { own.Close() })
+	ctx := t.Context()
+	for _, tc := range []struct {
+		fair             bool
+		acquire, release map[string]int
+	}{
+		{fair: true,
+			acquire: map[string]int{"evalsha": 1, "mget": 1, "exists": 1, "time": 1, "set": 2},
+			release: map[string]int{"evalsha": 1, "get": 1, "exists": 1, "del": 1}},
+		{fair: false,
+			acquire: map[string]int{"evalsha": 1, "mget": 1, "time": 1, "set": 2},
+			release: map[string]int{"evalsha": 1, "get": 1, "del": 1, "publish": 1}},
+	} {
+		k := keysFor(t)
+		try := protocol.Try{Holder: "h1", TTL: time.Minute, Counter: counter, Fair: tc.fair}
+		rel := protocol.Release{Holder: "h1", Fair: tc.fair, Counter: counter, PubSub: protocol.PubSubClassic}
+		// The first calls load the scripts (a NOSCRIPT and an EVAL each)
+		// and create the counter: the ones counted are the next.
+		_, err := protocol.Acquire(ctx, own, k, try)
+		require.NoError(t, err)
+		_, err = protocol.Unlock(ctx, own, k, rel)
+		require.NoError(t, err)
+		require.NoError(t, own.ConfigResetStat(ctx).Err())
+		res, err := protocol.Acquire(ctx, own, k, try)
+		require.NoError(t, err)
+		require.Equal(t, protocol.Acquired, res.Outcome)
+		require.Equal(t, tc.acquire, commandCalls(t, own), "fair %v: acquire", tc.fair)
+		require.NoError(t, own.ConfigResetStat(ctx).Err())
+		ok, err := protocol.Unlock(ctx, own, k, rel)
+		require.NoError(t, err)
+		require.True(t, ok)
+		require.Equal(t, tc.release, commandCalls(t, own), "fair %v: release", tc.fair)
+	}
+}
+
+var cmdstat = regexp.MustCompile(`cmdstat_([a-z|]+):calls=(\d+)`)
+
+// commandCalls are the calls per command since CONFIG RESETSTAT, without
+// the CONFIG and INFO of the test itself.
+func commandCalls(t *testing.T, c *redis.Client) map[string]int {
+	t.Helper()
+	s, err := c.Info(t.Context(), "commandstats").Result()
+	require.NoError(t, err)
+	calls := map[string]int{}
+	for _, m := range cmdstat.FindAllStringSubmatch(s, -1) {
+		if m[1] == "config|resetstat" || m[1] == "info" {
+			continue
+		}
+		n, err := strconv.Atoi(m[2])
+		require.NoError(t, err)
+		calls[m[1]] = n
+	}
+	return calls
+}
