@@ -1,0 +1,274 @@
+// Package batch sends the concurrent script calls of many goroutines to
+// Redis together, as pipelines, while each caller keeps its own deadline.
+//
+// go-redis sends one command per connection round trip: a thousand
+// concurrent EVALSHA calls queue for the connection pool, one round trip
+// each. A [Client] queues them instead, and a few sender goroutines (at most
+// [MaxInFlight] at a time) each take everything queued and send it as one
+// pipeline. The more callers wait, the larger the pipelines, so a burst
+// costs a few round trips, not thousands; a lone caller is sent at once,
+// alone.
+//
+// Every caller waits for its own reply or its own context, whichever comes
+// first: one that gives up returns ctx.Err() at its deadline, whatever its
+// pipeline is doing. Its call may still run on the server (the request may
+// be written already, or be written by a pipeline already under way), so
+// the error is one that protocol.MayHaveRun reports as "may have run", and
+// the caller treats it as a lost reply. A caller that left before its
+// pipeline was built is skipped: its call never goes out.
+//
+// A pipeline runs under a context that ends at the latest deadline of its
+// callers, so a frozen server holds a sender no longer than its callers
+// wait. When a caller has no deadline the pipeline has none either, and the
+// redis client's own ReadTimeout and WriteTimeout bound it, as they bound a
+// direct call.
+package batch
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// MaxInFlight is how many pipelines one Client has in flight at most: each
+// uses one connection of the redis client's pool while it runs.
+const MaxInFlight = 4
+
+// senderIdle is how long a sender with nothing to send waits for more
+// before it exits. A sender that outlives one pipeline keeps the stack that
+// go-redis's deep call path grew, instead of growing a new one per batch.
+const senderIdle = 500 * time.Millisecond
+
+// Client is a redis.UniversalClient whose script calls (EVAL, EVALSHA and
+// their read-only forms) are batched into pipelines; every other command
+// goes to the wrapped client directly. It is safe for concurrent use.
+//
+// Pipelines run through the wrapped client's ProcessPipelineHook, not its
+// ProcessHook, and under a context of their own, not the caller's: a hook
+// that reads values from a command's context sees none.
+type Client struct {
+	redis.UniversalClient
+
+	mu      sync.Mutex
+	queue   []*call
+	senders int           // sender goroutines running
+	idle    int           // of them, those waiting for work
+	wake    chan struct{} // a token per idle sender to wake
+	quit    chan struct{} // closed by Close
+	closed  bool
+}
+
+// New returns a Client that sends through rdb. It does no I/O and starts
+// no goroutine: senders start with the first call and exit when idle.
+func New(rdb redis.UniversalClient) *Client {
+	return &Client{
+		UniversalClient: rdb,
+		wake:            make(chan struct{}, MaxInFlight),
+		quit:            make(chan struct{}),
+	}
+}
+
+// Unwrap returns the wrapped client.
+func (c *Client) Unwrap() redis.UniversalClient { return c.UniversalClient }
+
+// Close stops the idle senders at once, and makes every sender exit as soon
+// as it has nothing to send instead of waiting for more. It does not wait
+// for pipelines in flight (they end at their callers' deadlines) and does
+// not close the wrapped client. Calls after Close still work: their senders
+// exit when done. Closing twice, or a nil Client, is fine.
+func (c *Client) Close() error {
+	if c == nil {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.closed {
+		c.closed = true
+		close(c.quit)
+	}
+	return nil
+}
+
+// Eval runs a script, in a pipeline with the other calls queued meanwhile.
+func (c *Client) Eval(ctx context.Context, script string, keys []string, args ...any) *redis.Cmd {
+	return c.do(ctx, scriptArgs("eval", script, keys, args))
+}
+
+// EvalSha runs a loaded script, in a pipeline with the other calls queued
+// meanwhile. Its error is a NOSCRIPT error reply when the server does not
+// have the script; redis.Script.Run then falls back to Eval.
+func (c *Client) EvalSha(ctx context.Context, sha1 string, keys []string, args ...any) *redis.Cmd {
+	return c.do(ctx, scriptArgs("evalsha", sha1, keys, args))
+}
+
+// EvalRO is Eval's read-only form (EVAL_RO).
+func (c *Client) EvalRO(ctx context.Context, script string, keys []string, args ...any) *redis.Cmd {
+	return c.do(ctx, scriptArgs("eval_ro", script, keys, args))
+}
+
+// EvalShaRO is EvalSha's read-only form (EVALSHA_RO).
+func (c *Client) EvalShaRO(ctx context.Context, sha1 string, keys []string, args ...any) *redis.Cmd {
+	return c.do(ctx, scriptArgs("evalsha_ro", sha1, keys, args))
+}
+
+// scriptArgs is a script command as go-redis builds it: name, script or
+// sha, the key count, the keys, the arguments.
+func scriptArgs(name, script string, keys []string, args []any) []any {
+	a := make([]any, 0, 3+len(keys)+len(args))
+	a = append(a, name, script, len(keys))
+	for _, k := range keys {
+		a = append(a, k)
+	}
+	return append(a, args...)
+}
+
+// call is one queued command. The sender writes val and err, then closes
+// done; the caller reads them only after done is closed, so a caller that
+// left shares nothing with the sender.
+type call struct {
+	ctx  context.Context
+	args []any
+	val  any
+	err  error
+	done chan struct{}
+}
+
+// do queues a command and waits for its reply or ctx, whichever comes first.
+func (c *Client) do(ctx context.Context, args []any) *redis.Cmd {
+	cmd := redis.NewCmd(ctx, args...)
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if err := ctx.Err(); err != nil {
+		cmd.SetErr(err)
+		return cmd
+	}
+	cl := &call{ctx: ctx, args: args, done: make(chan struct{})}
+	c.enqueue(cl)
+	select {
+	case <-cl.done:
+		cmd.SetVal(cl.val)
+		cmd.SetErr(cl.err)
+	case <-ctx.Done():
+		// The call may be in a pipeline under way: a lost reply to the
+		// caller. A sender that has not taken it yet skips it.
+		cmd.SetErr(ctx.Err())
+	}
+	return cmd
+}
+
+// enqueue queues cl and sees that a sender will take it: an idle one woken,
+// or a new one when fewer than MaxInFlight run. When MaxInFlight are busy,
+// the first to finish takes it, with everything queued meanwhile.
+func (c *Client) enqueue(cl *call) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.queue = append(c.queue, cl)
+	switch {
+	case c.idle > 0:
+		select {
+		case c.wake <- struct{}{}:
+		default: // tokens are pending: a sender is waking anyway
+		}
+	case c.senders < MaxInFlight:
+		c.senders++
+		go c.send()
+	}
+}
+
+// take returns the queued calls whose callers still wait, and empties the
+// queue.
+func (c *Client) take() []*call {
+	var batch []*call
+	for _, cl := range c.queue {
+		if cl.ctx.Err() == nil {
+			batch = append(batch, cl)
+		}
+	}
+	clear(c.queue)
+	c.queue = c.queue[:0]
+	return batch
+}
+
+// send is a sender goroutine: it sends what is queued as one pipeline, over
+// and over, and exits after senderIdle with nothing to send, or at once
+// when nothing is queued after Close.
+func (c *Client) send() {
+	var idle *time.Timer
+	defer func() {
+		if idle != nil {
+			idle.Stop()
+		}
+	}()
+	for {
+		c.mu.Lock()
+		batch := c.take()
+		if len(batch) > 0 {
+			c.mu.Unlock()
+			c.exec(batch)
+			continue
+		}
+		if c.closed {
+			c.senders--
+			c.mu.Unlock()
+			return
+		}
+		c.idle++
+		c.mu.Unlock()
+		if idle == nil {
+			idle = time.NewTimer(senderIdle)
+		} else {
+			idle.Reset(senderIdle)
+		}
+		timedOut := false
+		select {
+		case <-c.wake:
+		case <-c.quit:
+		case <-idle.C:
+			timedOut = true
+		}
+		c.mu.Lock()
+		c.idle--
+		if timedOut && len(c.queue) == 0 {
+			c.senders--
+			c.mu.Unlock()
+			return
+		}
+		c.mu.Unlock()
+	}
+}
+
+// exec sends batch as one pipeline and hands every caller its reply.
+func (c *Client) exec(batch []*call) {
+	ctx, cancel := pipelineContext(batch)
+	defer cancel()
+	pipe := c.UniversalClient.Pipeline()
+	cmds := make([]*redis.Cmd, len(batch))
+	for i, cl := range batch {
+		cmds[i] = redis.NewCmd(ctx, cl.args...)
+		_ = pipe.Process(ctx, cmds[i])
+	}
+	_, _ = pipe.Exec(ctx) // every command carries its own error
+	for i, cl := range batch {
+		cl.val, cl.err = cmds[i].Val(), cmds[i].Err()
+		close(cl.done)
+	}
+}
+
+// pipelineContext is the context of batch's pipeline: it ends at the
+// latest deadline of the callers, and has none when a caller has none.
+func pipelineContext(batch []*call) (context.Context, context.CancelFunc) {
+	var latest time.Time
+	for _, cl := range batch {
+		d, ok := cl.ctx.Deadline()
+		if !ok {
+			return context.Background(), func() {}
+		}
+		if d.After(latest) {
+			latest = d
+		}
+	}
+	return context.WithDeadline(context.Background(), latest)
+}
