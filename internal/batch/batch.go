@@ -26,6 +26,7 @@ package batch
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -42,8 +43,9 @@ const MaxInFlight = 4
 const senderIdle = 500 * time.Millisecond
 
 // Client is a redis.UniversalClient whose script calls (EVAL, EVALSHA and
-// their read-only forms) are batched into pipelines; every other command
-// goes to the wrapped client directly. It is safe for concurrent use.
+// their read-only forms), SET NX, PTTL and Pipelined are batched into
+// pipelines; every other command goes to the wrapped client directly. It
+// is safe for concurrent use.
 //
 // Pipelines run through the wrapped client's ProcessPipelineHook, not its
 // ProcessHook, and under a context of their own, not the caller's: a hook
@@ -93,70 +95,140 @@ func (c *Client) Close() error {
 
 // Eval runs a script, in a pipeline with the other calls queued meanwhile.
 func (c *Client) Eval(ctx context.Context, script string, keys []string, args ...any) *redis.Cmd {
-	return c.do(ctx, scriptArgs("eval", script, keys, args))
+	return c.script(ctx, "eval", script, keys, args)
 }
 
 // EvalSha runs a loaded script, in a pipeline with the other calls queued
 // meanwhile. Its error is a NOSCRIPT error reply when the server does not
 // have the script; redis.Script.Run then falls back to Eval.
 func (c *Client) EvalSha(ctx context.Context, sha1 string, keys []string, args ...any) *redis.Cmd {
-	return c.do(ctx, scriptArgs("evalsha", sha1, keys, args))
+	return c.script(ctx, "evalsha", sha1, keys, args)
 }
 
 // EvalRO is Eval's read-only form (EVAL_RO).
 func (c *Client) EvalRO(ctx context.Context, script string, keys []string, args ...any) *redis.Cmd {
-	return c.do(ctx, scriptArgs("eval_ro", script, keys, args))
+	return c.script(ctx, "eval_ro", script, keys, args)
 }
 
 // EvalShaRO is EvalSha's read-only form (EVALSHA_RO).
 func (c *Client) EvalShaRO(ctx context.Context, sha1 string, keys []string, args ...any) *redis.Cmd {
-	return c.do(ctx, scriptArgs("evalsha_ro", sha1, keys, args))
+	return c.script(ctx, "evalsha_ro", sha1, keys, args)
 }
 
-// scriptArgs is a script command as go-redis builds it: name, script or
+// script runs a script command as go-redis builds it: name, script or
 // sha, the key count, the keys, the arguments.
-func scriptArgs(name, script string, keys []string, args []any) []any {
+func (c *Client) script(ctx context.Context, name, script string, keys []string, args []any) *redis.Cmd {
 	a := make([]any, 0, 3+len(keys)+len(args))
 	a = append(a, name, script, len(keys))
 	for _, k := range keys {
 		a = append(a, k)
 	}
-	return append(a, args...)
+	a = append(a, args...)
+	return do(c, ctx, redis.NewCmd(ctx, a...), redis.NewCmd)
 }
 
-// call is one queued command. The sender writes val and err, then closes
-// done; the caller reads them only after done is closed, so a caller that
-// left shares nothing with the sender.
-type call struct {
-	ctx  context.Context
-	args []any
-	val  any
-	err  error
-	done chan struct{}
+// SetNX is SET key value NX with an expiration, as go-redis's, in a
+// pipeline with the other calls queued meanwhile: the unfenced Redlock
+// acquire.
+func (c *Client) SetNX(ctx context.Context, key string, value any, expiration time.Duration) *redis.BoolCmd {
+	var args []any
+	switch {
+	case expiration == 0:
+		args = []any{"set", key, value, "nx"}
+	case expiration == redis.KeepTTL:
+		args = []any{"set", key, value, "keepttl", "nx"}
+	case expiration < time.Second || expiration%time.Second != 0:
+		args = []any{"set", key, value, "px", max(expiration.Milliseconds(), 1), "nx"}
+	default:
+		args = []any{"set", key, value, "ex", int64(expiration / time.Second), "nx"}
+	}
+	return do(c, ctx, redis.NewBoolCmd(ctx, args...), redis.NewBoolCmd)
 }
 
-// do queues a command and waits for its reply or ctx, whichever comes first.
-func (c *Client) do(ctx context.Context, args []any) *redis.Cmd {
-	cmd := redis.NewCmd(ctx, args...)
+// PTTL is PTTL key, in a pipeline with the other calls queued meanwhile.
+func (c *Client) PTTL(ctx context.Context, key string) *redis.DurationCmd {
+	return do(c, ctx, redis.NewDurationCmd(ctx, time.Millisecond, "pttl", key),
+		func(ctx context.Context, args ...any) *redis.DurationCmd {
+			return redis.NewDurationCmd(ctx, time.Millisecond, args...)
+		})
+}
+
+// Pipelined runs the commands fn queues as one call: together, in order,
+// in a pipeline with the other calls queued meanwhile. Like go-redis's, it
+// returns the commands and the first error among them; when ctx ends first
+// they are copies carrying ctx's error. (Pipeline, TxPipeline and
+// TxPipelined are the wrapped client's: not batched.)
+func (c *Client) Pipelined(ctx context.Context, fn func(redis.Pipeliner) error) ([]redis.Cmder, error) {
+	p := c.UniversalClient.Pipeline()
+	if err := fn(p); err != nil {
+		return nil, err
+	}
+	cmds := slices.Clone(p.Cmds())
+	p.Discard()
+	if len(cmds) == 0 {
+		return nil, nil
+	}
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	if err := ctx.Err(); err != nil {
-		cmd.SetErr(err)
+	left := make([]redis.Cmder, len(cmds))
+	for i, cmd := range cmds {
+		left[i] = cmd.Clone()
+	}
+	if !c.wait(ctx, cmds) {
+		cmds = left
+		for _, cmd := range cmds {
+			cmd.SetErr(ctx.Err())
+		}
+	}
+	for _, cmd := range cmds {
+		if err := cmd.Err(); err != nil {
+			return cmds, err
+		}
+	}
+	return cmds, nil
+}
+
+// call is one queued call: its commands go out together, in order. The
+// sender processes them in a pipeline, then closes done; the caller reads
+// them only after done is closed, and a caller that left returns fresh
+// commands instead, so it shares nothing with the sender.
+type call struct {
+	ctx  context.Context
+	cmds []redis.Cmder
+	done chan struct{}
+}
+
+// do queues cmd and waits for its reply or ctx, whichever comes first. When
+// ctx ends first it returns a command made by fresh with ctx's error.
+func do[C redis.Cmder](c *Client, ctx context.Context, cmd C, fresh func(context.Context, ...any) C) C {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if c.wait(ctx, []redis.Cmder{cmd}) {
 		return cmd
 	}
-	cl := &call{ctx: ctx, args: args, done: make(chan struct{})}
+	// The call may be in a pipeline under way: a lost reply to the caller.
+	left := fresh(ctx, cmd.Args()...)
+	left.SetErr(ctx.Err())
+	return left
+}
+
+// wait queues cmds as one call and waits for their replies or ctx,
+// whichever comes first, and reports whether the replies came. A caller
+// whose ctx ended before a sender took its call is skipped: it never runs.
+func (c *Client) wait(ctx context.Context, cmds []redis.Cmder) bool {
+	if ctx.Err() != nil {
+		return false
+	}
+	cl := &call{ctx: ctx, cmds: cmds, done: make(chan struct{})}
 	c.enqueue(cl)
 	select {
 	case <-cl.done:
-		cmd.SetVal(cl.val)
-		cmd.SetErr(cl.err)
+		return true
 	case <-ctx.Done():
-		// The call may be in a pipeline under way: a lost reply to the
-		// caller. A sender that has not taken it yet skips it.
-		cmd.SetErr(ctx.Err())
+		return false
 	}
-	return cmd
 }
 
 // enqueue queues cl and sees that a sender will take it: an idle one woken,
@@ -245,14 +317,11 @@ func (c *Client) exec(batch []*call) {
 	ctx, cancel := pipelineContext(batch)
 	defer cancel()
 	pipe := c.UniversalClient.Pipeline()
-	cmds := make([]*redis.Cmd, len(batch))
-	for i, cl := range batch {
-		cmds[i] = redis.NewCmd(ctx, cl.args...)
-		_ = pipe.Process(ctx, cmds[i])
+	for _, cl := range batch {
+		_ = pipe.BatchProcess(ctx, cl.cmds...)
 	}
 	_, _ = pipe.Exec(ctx) // every command carries its own error
-	for i, cl := range batch {
-		cl.val, cl.err = cmds[i].Val(), cmds[i].Err()
+	for _, cl := range batch {
 		close(cl.done)
 	}
 }

@@ -253,3 +253,22 @@ func BenchmarkWaitersBurst(b *testing.B) {
 		})
 	}
 }
+
+// TestWaitersBurstDefaultNodeTimeout: a thousand waiters of one client on
+// a hundred locks, with the default node timeout, all get their lock. Their
+// first attempts reach every node at once: batched into a few pipelines
+// per node, they are answered within the node timeout (one call per round
+// trip, they queued for the connection pool and all missed it).
+func TestWaitersBurstDefaultNodeTimeout(t *testing.T) {
+	_, rdbs := ownNodes(t, 3)
+	ctx := ctxFor(t, 3*time.Minute)
+	c, err := redlock.New(rdbs) // the default node timeout, not newLocker's
+	require.NoError(t, err)
+	require.Equal(t, 50*time.Millisecond, redlock.DefaultNodeTimeout)
+	const keys, waiters = 100, 1000
+	res, err := burst(ctx, c, rdbs, name(t), keys, waiters)
+	require.NoError(t, err)
+	assert.Equal(t, waiters, res.acquired, "every waiter got its lock; first error: %v", res.firstErr)
+	assert.Zero(t, res.releaseErrs, "the holders' releases")
+	t.Logf("%d waiters on %d locks: %d acquired in %v", waiters, keys, res.acquired, res.handoffs.Round(time.Millisecond))
+}
