@@ -60,6 +60,10 @@ type Client struct {
 	wake    chan struct{} // a token per idle sender to wake
 	quit    chan struct{} // closed by Close
 	closed  bool
+
+	// recorders are pipelines of the wrapped client that Pipelined uses
+	// only to collect the commands of its fn.
+	recorders sync.Pool
 }
 
 // New returns a Client that sends through rdb. It does no I/O and starts
@@ -155,30 +159,33 @@ func (c *Client) PTTL(ctx context.Context, key string) *redis.DurationCmd {
 
 // Pipelined runs the commands fn queues as one call: together, in order,
 // in a pipeline with the other calls queued meanwhile. Like go-redis's, it
-// returns the commands and the first error among them; when ctx ends first
-// they are copies carrying ctx's error. (Pipeline, TxPipeline and
-// TxPipelined are the wrapped client's: not batched.)
+// returns the commands and the first error among them. When ctx ends first
+// they are fresh commands of the same kinds carrying ctx's error (plain
+// *redis.Cmd for kinds other than those of Cmd, BoolCmd, IntCmd,
+// StatusCmd, StringCmd and DurationCmd). Pipeline, TxPipeline and
+// TxPipelined are the wrapped client's: not batched.
 func (c *Client) Pipelined(ctx context.Context, fn func(redis.Pipeliner) error) ([]redis.Cmder, error) {
-	p := c.UniversalClient.Pipeline()
-	if err := fn(p); err != nil {
-		return nil, err
+	p, _ := c.recorders.Get().(redis.Pipeliner)
+	if p == nil {
+		p = c.UniversalClient.Pipeline()
 	}
+	err := fn(p)
 	cmds := slices.Clone(p.Cmds())
 	p.Discard()
+	c.recorders.Put(p)
+	if err != nil {
+		return nil, err
+	}
 	if len(cmds) == 0 {
 		return nil, nil
 	}
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	left := make([]redis.Cmder, len(cmds))
-	for i, cmd := range cmds {
-		left[i] = cmd.Clone()
-	}
 	if !c.wait(ctx, cmds) {
-		cmds = left
-		for _, cmd := range cmds {
-			cmd.SetErr(ctx.Err())
+		for i, cmd := range cmds {
+			cmds[i] = freshCmd(ctx, cmd)
+			cmds[i].SetErr(ctx.Err())
 		}
 	}
 	for _, cmd := range cmds {
@@ -187,6 +194,25 @@ func (c *Client) Pipelined(ctx context.Context, fn func(redis.Pipeliner) error) 
 		}
 	}
 	return cmds, nil
+}
+
+// freshCmd returns a new command of cmd's kind with its arguments, for a
+// caller that left: cmd itself may still be written by a sender.
+func freshCmd(ctx context.Context, cmd redis.Cmder) redis.Cmder {
+	args := cmd.Args() // set when cmd was made, only read since
+	switch cmd.(type) {
+	case *redis.BoolCmd:
+		return redis.NewBoolCmd(ctx, args...)
+	case *redis.IntCmd:
+		return redis.NewIntCmd(ctx, args...)
+	case *redis.StatusCmd:
+		return redis.NewStatusCmd(ctx, args...)
+	case *redis.StringCmd:
+		return redis.NewStringCmd(ctx, args...)
+	case *redis.DurationCmd:
+		return redis.NewDurationCmd(ctx, time.Millisecond, args...)
+	}
+	return redis.NewCmd(ctx, args...)
 }
 
 // call is one queued call: its commands go out together, in order. The
@@ -268,18 +294,18 @@ func (c *Client) take() []*call {
 // and over, and exits after senderIdle with nothing to send, or at once
 // when nothing is queued after Close.
 func (c *Client) send() {
-	var idle *time.Timer
-	defer func() {
-		if idle != nil {
-			idle.Stop()
-		}
-	}()
+	// The idle timer is armed once per idle period, not at every pause
+	// between pipelines: when it fires early, it is re-armed for the rest.
+	idle := time.NewTimer(senderIdle)
+	defer idle.Stop()
+	lastWork := time.Now()
 	for {
 		c.mu.Lock()
 		batch := c.take()
 		if len(batch) > 0 {
 			c.mu.Unlock()
 			c.exec(batch)
+			lastWork = time.Now()
 			continue
 		}
 		if c.closed {
@@ -289,17 +315,16 @@ func (c *Client) send() {
 		}
 		c.idle++
 		c.mu.Unlock()
-		if idle == nil {
-			idle = time.NewTimer(senderIdle)
-		} else {
-			idle.Reset(senderIdle)
-		}
 		timedOut := false
 		select {
 		case <-c.wake:
 		case <-c.quit:
 		case <-idle.C:
-			timedOut = true
+			if rest := senderIdle - time.Since(lastWork); rest > 0 {
+				idle.Reset(rest)
+			} else {
+				timedOut = true
+			}
 		}
 		c.mu.Lock()
 		c.idle--
@@ -307,6 +332,9 @@ func (c *Client) send() {
 			c.senders--
 			c.mu.Unlock()
 			return
+		}
+		if timedOut {
+			idle.Reset(senderIdle)
 		}
 		c.mu.Unlock()
 	}
