@@ -183,10 +183,14 @@ func (c *Client) Pipelined(ctx context.Context, fn func(redis.Pipeliner) error) 
 		ctx = context.Background()
 	}
 	if !c.wait(ctx, cmds) {
+		// cmds, slice and commands, may still be read and written by a
+		// sender: the caller gets new ones.
+		left := make([]redis.Cmder, len(cmds))
 		for i, cmd := range cmds {
-			cmds[i] = freshCmd(ctx, cmd)
-			cmds[i].SetErr(ctx.Err())
+			left[i] = freshCmd(ctx, cmd)
+			left[i].SetErr(ctx.Err())
 		}
+		cmds = left
 	}
 	for _, cmd := range cmds {
 		if err := cmd.Err(); err != nil {

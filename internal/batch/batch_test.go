@@ -315,3 +315,85 @@ func TestNilClose(t *testing.T) {
 	var c *Client
 	assert.NoError(t, c.Close())
 }
+
+// TestSetNXAndPTTL: the batched SET NX and PTTL build the commands
+// go-redis does (ms and s expirations, none, KEEPTTL) and read their
+// replies alike; Pipelined runs its commands together, in order, and
+// returns them typed.
+func TestSetNXAndPTTL(t *testing.T) {
+	r := testenv.NewRedis(t)
+	rdb := r.Client()
+	defer rdb.Close()
+	c := New(rdb)
+	defer c.Close()
+	ctx := t.Context()
+
+	ok, err := c.SetNX(ctx, "px", "v", 1500*time.Millisecond).Result()
+	require.NoError(t, err)
+	assert.True(t, ok)
+	ok, err = c.SetNX(ctx, "px", "w", time.Second).Result()
+	require.NoError(t, err)
+	assert.False(t, ok, "held")
+	d, err := c.PTTL(ctx, "px").Result()
+	require.NoError(t, err)
+	assert.InDelta(t, 1500*time.Millisecond, d, float64(500*time.Millisecond))
+	require.True(t, c.SetNX(ctx, "ex", "v", 7*time.Second).Val())
+	assert.InDelta(t, 7*time.Second, rdb.PTTL(ctx, "ex").Val(), float64(time.Second))
+	require.True(t, c.SetNX(ctx, "none", "v", 0).Val())
+	assert.Equal(t, time.Duration(-1), c.PTTL(ctx, "none").Val(), "no expiry")
+	assert.Equal(t, time.Duration(-2), c.PTTL(ctx, "missing").Val(), "no key")
+	assert.False(t, c.SetNX(ctx, "none", "w", redis.KeepTTL).Val())
+	assert.Equal(t, "v", rdb.Get(ctx, "none").Val())
+
+	var wg sync.WaitGroup
+	for g := range 200 {
+		wg.Go(func() {
+			key := fmt.Sprintf("pipelined-%d", g%50) // four goroutines per key
+			cmds, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
+				p.SetNX(ctx, key, g, time.Minute)
+				p.PTTL(ctx, key)
+				return nil
+			})
+			if !assert.NoError(t, err) || !assert.Len(t, cmds, 2) {
+				return
+			}
+			assert.IsType(t, &redis.BoolCmd{}, cmds[0])
+			pttl, ok := cmds[1].(*redis.DurationCmd)
+			if assert.True(t, ok) {
+				assert.Greater(t, pttl.Val(), 50*time.Second, "the PTTL ran after the SET")
+			}
+		})
+	}
+	wg.Wait()
+	_, err = c.Pipelined(ctx, func(redis.Pipeliner) error { return errors.New("fn failed") })
+	assert.EqualError(t, err, "fn failed")
+}
+
+// TestPipelinedLeftReturnsFreshCommands: a Pipelined caller that leaves a
+// frozen server gets commands of the same kinds, carrying its context's
+// error, not the ones the sender may still write.
+func TestPipelinedLeftReturnsFreshCommands(t *testing.T) {
+	r := testenv.NewRedis(t)
+	rdb := testenv.CtxClient(t, r.Addr(), 1)
+	c := New(rdb)
+	defer c.Close()
+	require.NoError(t, rdb.Ping(t.Context()).Err())
+	require.NoError(t, r.Pause())
+	defer r.Resume()
+	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+	defer cancel()
+	var sent []redis.Cmder
+	cmds, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		sent = append(sent, p.SetNX(ctx, "k", "v", time.Second), p.PTTL(ctx, "k"))
+		return nil
+	})
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.Len(t, cmds, 2)
+	for i, cmd := range cmds {
+		assert.NotSame(t, sent[i], cmd, "a fresh command")
+		assert.Equal(t, sent[i].Args(), cmd.Args())
+		assert.ErrorIs(t, cmd.Err(), context.DeadlineExceeded)
+	}
+	assert.IsType(t, &redis.BoolCmd{}, cmds[0])
+	assert.IsType(t, &redis.DurationCmd{}, cmds[1])
+}
