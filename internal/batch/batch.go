@@ -26,6 +26,7 @@ package batch
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sync"
 	"time"
@@ -255,10 +256,29 @@ func (c *Client) wait(ctx context.Context, cmds []redis.Cmder) bool {
 	c.enqueue(cl)
 	select {
 	case <-cl.done:
+		if d, ok := ctx.Deadline(); ok && time.Until(d) < time.Millisecond && timedOut(cmds) {
+			// The pipeline ran out of time at this caller's deadline
+			// (its own, which is the latest of its callers') a moment
+			// before the caller's context did: the caller left at its
+			// deadline, and its context says so when it returns.
+			<-ctx.Done()
+			return false
+		}
 		return true
 	case <-ctx.Done():
 		return false
 	}
+}
+
+// timedOut reports whether a command failed with a timeout.
+func timedOut(cmds []redis.Cmder) bool {
+	for _, cmd := range cmds {
+		var t interface{ Timeout() bool }
+		if err := cmd.Err(); errors.Is(err, context.DeadlineExceeded) || errors.As(err, &t) && t.Timeout() {
+			return true
+		}
+	}
+	return false
 }
 
 // enqueue queues cl and sees that a sender will take it: an idle one woken,
