@@ -66,7 +66,7 @@ func (c *Client) Close(ctx context.Context) error {
 //
 // Each node's script calls go out batched: the calls that the Client's
 // goroutines make to a node at the same moment are sent together as one
-// pipeline, at most four in flight per node, and each call still ends at
+// pipeline, at most two in flight per node, and each call still ends at
 // its own deadline (the node timeout or the caller's context). A burst of
 // a thousand waiters is a few pipelines per node rather than a thousand
 // round trips, and meets the default node timeout. The pipelines pass
