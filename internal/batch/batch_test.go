@@ -40,6 +40,26 @@ func (h *pipelines) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pr
 	}
 }
 
+// newRedis starts a Redis for one test and returns it with a batching
+// Client over a go-redis client for it: a plain one, or with ctxClient one
+// that honours context deadlines (testenv.CtxClient). Both are closed at
+// cleanup.
+func newRedis(t *testing.T, ctxClient bool) (*testenv.Redis, redis.UniversalClient, *Client) {
+	t.Helper()
+	r := testenv.NewRedis(t)
+	var rdb redis.UniversalClient
+	if ctxClient {
+		rdb = testenv.CtxClient(t, r.Addr(), 1)
+	} else {
+		c := r.Client()
+		t.Cleanup(func() { c.Close() })
+		rdb = c
+	}
+	c := New(rdb)
+	t.Cleanup(func() { c.Close() })
+	return r, rdb, c
+}
+
 // state returns the running and idle senders.
 func (c *Client) state() (senders, idle int) {
 	c.mu.Lock()
@@ -115,11 +135,7 @@ func TestConcurrentCallersGetTheirOwnReplies(t *testing.T) {
 // TestOrderPerCaller: one caller's calls run in the order made, while other
 // callers fill the same pipelines.
 func TestOrderPerCaller(t *testing.T) {
-	r := testenv.NewRedis(t)
-	rdb := r.Client()
-	defer rdb.Close()
-	c := New(rdb)
-	defer c.Close()
+	_, _, c := newRedis(t, false)
 	ctx := t.Context()
 	var wg sync.WaitGroup
 	for g := range 50 {
@@ -141,10 +157,7 @@ func TestOrderPerCaller(t *testing.T) {
 // own, with the context's error (one that may have run), and the senders
 // end by the latest deadline while the server is still frozen.
 func TestFrozenServerEachCallerKeepsItsDeadline(t *testing.T) {
-	r := testenv.NewRedis(t)
-	rdb := testenv.CtxClient(t, r.Addr(), 1)
-	c := New(rdb)
-	defer c.Close()
+	r, rdb, c := newRedis(t, true)
 	require.NoError(t, echo.Load(t.Context(), rdb).Err())
 	require.NoError(t, r.Pause())
 	defer r.Resume()
@@ -188,10 +201,7 @@ func TestFrozenServerEachCallerKeepsItsDeadline(t *testing.T) {
 // queued (every sender busy with a frozen server) is left out of the next
 // pipeline: its call never runs.
 func TestLeftCallerIsSkipped(t *testing.T) {
-	r := testenv.NewRedis(t)
-	rdb := testenv.CtxClient(t, r.Addr(), 1)
-	c := New(rdb)
-	defer c.Close()
+	r, rdb, c := newRedis(t, true)
 	ctx := t.Context()
 	require.NoError(t, incr.Load(ctx, rdb).Err())
 	require.NoError(t, r.Pause())
@@ -318,11 +328,7 @@ func TestNilClose(t *testing.T) {
 // replies alike; Pipelined runs its commands together, in order, and
 // returns them typed.
 func TestSetNXAndPTTL(t *testing.T) {
-	r := testenv.NewRedis(t)
-	rdb := r.Client()
-	defer rdb.Close()
-	c := New(rdb)
-	defer c.Close()
+	_, rdb, c := newRedis(t, false)
 	ctx := t.Context()
 
 	ok, err := c.SetNX(ctx, "px", "v", 1500*time.Millisecond).Result()
@@ -370,10 +376,7 @@ func TestSetNXAndPTTL(t *testing.T) {
 // frozen server gets commands of the same kinds, carrying its context's
 // error, not the ones the sender may still write.
 func TestPipelinedLeftReturnsFreshCommands(t *testing.T) {
-	r := testenv.NewRedis(t)
-	rdb := testenv.CtxClient(t, r.Addr(), 1)
-	c := New(rdb)
-	defer c.Close()
+	r, rdb, c := newRedis(t, true)
 	require.NoError(t, rdb.Ping(t.Context()).Err())
 	require.NoError(t, r.Pause())
 	defer r.Resume()
