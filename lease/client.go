@@ -59,12 +59,12 @@ type Client struct {
 // The Client's script calls (acquire, refresh, release...) go out batched:
 // the calls that its goroutines make at the same moment are sent together
 // as one pipeline, at most two pipelines in flight at a time, and each
-// call still returns at its own context's deadline (even on a client
-// without ContextTimeoutEnabled: only the pipeline then waits for the
-// ReadTimeout). Under concurrency this is many times fewer round trips; a
-// lone call is sent at once, alone. The pipelines pass through rdb's
-// ProcessPipelineHook rather than its ProcessHook. Other commands are sent
-// directly. [Client.Close] stops the idle senders.
+// call still returns at its own context's deadline. Under concurrency this
+// is many times fewer round trips. A lone call (nothing else queued or in
+// flight) is sent at once, directly, on the caller's goroutine. Batched
+// calls pass through rdb's ProcessPipelineHook, lone ones through its
+// ProcessHook. Other commands are sent directly. [Client.Close] stops the
+// idle senders.
 func New(rdb redis.UniversalClient, opts ...Option) (*Client, error) {
 	if isnil.Nil(rdb) {
 		return nil, invalid("nil redis client")

@@ -311,10 +311,33 @@ func TestIdleSendersExit(t *testing.T) {
 	rdb := r.Client()
 	defer rdb.Close()
 	c := New(rdb)
-	require.NoError(t, echo.Run(t.Context(), c, []string{"ok"}, "x").Err())
+	var wg sync.WaitGroup
+	for range 50 { // concurrent: some go out batched, through a sender
+		wg.Go(func() { assert.NoError(t, echo.Run(t.Context(), c, []string{"ok"}, "x").Err()) })
+	}
+	wg.Wait()
+	n, idle := c.state()
+	assert.Positive(t, n)
+	assert.Equal(t, n, idle, "all idle")
+	assert.True(t, waitNoSenders(c, 5*senderIdle), "the idle senders exited")
+}
+
+// TestLoneCallIsDirect: a call made while nothing else is queued or in
+// flight goes out on the caller's goroutine, as a plain command (through
+// the client's ProcessHook), and starts no sender.
+func TestLoneCallIsDirect(t *testing.T) {
+	_, rdb, c := newRedis(t, false)
+	require.NoError(t, rdb.Ping(t.Context()).Err()) // the connection's set-up is a pipeline
+	var h pipelines
+	rdb.(*redis.Client).AddHook(&h)
+	for i := range 10 {
+		v, err := echo.Run(t.Context(), c, []string{"ok"}, i).Int()
+		require.NoError(t, err)
+		assert.Equal(t, i, v)
+	}
+	assert.Zero(t, h.sent.Load(), "no pipeline")
 	n, _ := c.state()
-	assert.Equal(t, 1, n)
-	assert.True(t, waitNoSenders(c, 5*senderIdle), "the idle sender exited")
+	assert.Zero(t, n, "no sender")
 }
 
 // TestNilClose: a nil Client's Close is a no-op.
@@ -380,6 +403,15 @@ func TestPipelinedLeftReturnsFreshCommands(t *testing.T) {
 	require.NoError(t, rdb.Ping(t.Context()).Err())
 	require.NoError(t, r.Pause())
 	defer r.Resume()
+	// A call stuck on the frozen server, sent directly: the next one is
+	// batched.
+	stuck := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+		defer cancel()
+		stuck <- echo.Run(ctx, c, []string{"ok"}, "x").Err()
+	}()
+	require.Eventually(t, func() bool { n, idle := c.state(); return n == 1 && idle == 0 }, time.Second, time.Millisecond)
 	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
 	defer cancel()
 	var sent []redis.Cmder
@@ -396,4 +428,5 @@ func TestPipelinedLeftReturnsFreshCommands(t *testing.T) {
 	}
 	assert.IsType(t, &redis.BoolCmd{}, cmds[0])
 	assert.IsType(t, &redis.DurationCmd{}, cmds[1])
+	assert.ErrorIs(t, <-stuck, context.DeadlineExceeded)
 }

@@ -69,8 +69,9 @@ func (c *Client) Close(ctx context.Context) error {
 // pipeline, at most two in flight per node, and each call still ends at
 // its own deadline (the node timeout or the caller's context). A burst of
 // a thousand waiters is a few pipelines per node rather than a thousand
-// round trips, and meets the default node timeout. The pipelines pass
-// through a node client's ProcessPipelineHook rather than its ProcessHook.
+// round trips, and meets the default node timeout. A lone call is sent at
+// once, directly. Batched calls pass through a node client's
+// ProcessPipelineHook, lone ones through its ProcessHook.
 // [Client.Close] stops the idle senders.
 func New(nodes []redis.UniversalClient, opts ...lease.Option) (*Client, error) {
 	cfg := family.New(observe.KindRedlock, ErrInvalid)
