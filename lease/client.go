@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fencelock/fencelock/fence"
+	"github.com/fencelock/fencelock/internal/batch"
 	"github.com/fencelock/fencelock/internal/emit"
 	"github.com/fencelock/fencelock/internal/family"
 	"github.com/fencelock/fencelock/internal/isnil"
@@ -30,7 +31,11 @@ import (
 // Cluster with sharded pub/sub (Redis 7 and later) they use SSUBSCRIBE
 // instead, with one connection per master that serves a waited-for lock.
 type Client struct {
+	// rdb is batch, the caller's client with its script calls batched
+	// (see New); raw is the caller's client itself.
 	rdb     redis.UniversalClient
+	raw     redis.UniversalClient
+	batch   *batch.Client
 	cfg     family.Config
 	notify  *notify.Notifier
 	dials   *family.Dials    // rdb's last failed dial, named by an acquire that timed out
@@ -51,6 +56,16 @@ type Client struct {
 // accepts such a client, because a refusal would break the commonest
 // client setup for a cost that only shows on a frozen server; the README's
 // setup shows the options to use.
+//
+// The Client's script calls (acquire, refresh, release...) go out batched:
+// the calls that its goroutines make at the same moment are sent together
+// as one pipeline, at most two pipelines in flight at a time, and each
+// call still returns at its own context's deadline. Under concurrency this
+// is many times fewer round trips. A lone call (nothing else queued or in
+// flight) is sent at once, directly, on the caller's goroutine. Batched
+// calls pass through rdb's ProcessPipelineHook, lone ones through its
+// ProcessHook. Other commands are sent directly. [Client.Close] stops the
+// idle senders.
 func New(rdb redis.UniversalClient, opts ...Option) (*Client, error) {
 	if isnil.Nil(rdb) {
 		return nil, invalid("nil redis client")
@@ -60,7 +75,8 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Client, error) {
 	if err := family.Apply(&cfg, opts); err != nil {
 		return nil, err
 	}
-	return &Client{rdb: rdb, cfg: cfg, notify: notify.New(rdb), dials: family.DialsOf(rdb)}, nil
+	b := batch.New(rdb)
+	return &Client{rdb: b, raw: rdb, batch: b, cfg: cfg, notify: notify.New(rdb), dials: family.DialsOf(rdb)}, nil
 }
 
 // Close waits, until ctx ends, for the client's background cleanups: a
@@ -71,7 +87,9 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Client, error) {
 // is gone. Afterwards Acquire and TryAcquire fail with ErrInvalid; leases
 // already held keep working. Close does not close the Redis client, and
 // its error is ctx's when cleanups were still running. Closing twice is
-// fine.
+// fine. Close also ends the goroutines that send the batched script calls
+// once they are idle; calls made afterwards (a held lease's release) still
+// work.
 func (c *Client) Close(ctx context.Context) error {
 	if c == nil {
 		return invalid("nil client")
@@ -80,7 +98,9 @@ func (c *Client) Close(ctx context.Context) error {
 		return invalid("nil context")
 	}
 	c.closed.Store(true)
-	return c.pending.Wait(ctx)
+	err := c.pending.Wait(ctx)
+	c.batch.Close()
+	return err
 }
 
 // TryAcquire tries once to take lock name for ttl. When another holder has
@@ -227,8 +247,8 @@ func (c *Client) acquire(ctx context.Context, req request) (protocol.TryResult, 
 	if c.cfg.Replicas == 0 {
 		return protocol.Acquire(ctx, c.rdb, req.keys, req.try)
 	}
-	var node protocol.Pipeliner = c.rdb
-	if cc, ok := c.rdb.(*redis.ClusterClient); ok {
+	var node protocol.Pipeliner = c.raw
+	if cc, ok := c.raw.(*redis.ClusterClient); ok {
 		// WAIT has no key: send it down the connection of the lock's master.
 		n, err := cc.MasterForKey(ctx, req.keys.Lock)
 		if err != nil {

@@ -318,22 +318,35 @@ func TestBadInputBeforeIO(t *testing.T) {
 }
 
 // lostReply runs every command for real but replaces the first EVALSHA
-// reply with a timeout, as if the reply were lost on the way back.
+// reply with a timeout, as if the reply were lost on the way back: sent
+// alone or in a pipeline (the client's batched script calls).
 type lostReply struct{ fired atomic.Bool }
 
 func (h *lostReply) DialHook(next redis.DialHook) redis.DialHook { return next }
 func (h *lostReply) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
-}
-func (h *lostReply) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		err := next(ctx, cmd)
-		if cmd.Name() == "evalsha" && err == nil && h.fired.CompareAndSwap(false, true) {
-			cmd.SetErr(context.DeadlineExceeded)
-			return context.DeadlineExceeded
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		err := next(ctx, cmds)
+		for _, cmd := range cmds {
+			h.lose(cmd)
 		}
 		return err
 	}
+}
+func (h *lostReply) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if err := next(ctx, cmd); err != nil {
+			return err
+		}
+		return h.lose(cmd)
+	}
+}
+
+// lose replaces cmd's reply with a timeout if it is the first EVALSHA.
+func (h *lostReply) lose(cmd redis.Cmder) error {
+	if cmd.Name() == "evalsha" && cmd.Err() == nil && h.fired.CompareAndSwap(false, true) {
+		cmd.SetErr(context.DeadlineExceeded)
+	}
+	return cmd.Err()
 }
 
 func TestLostReplyReleases(t *testing.T) {

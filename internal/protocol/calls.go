@@ -168,22 +168,45 @@ func ParseTryReply(reply any) (TryResult, error) {
 
 // AcquireUnfenced takes an unfenced lock (no counter, Seq 0) with a plain
 // SET NX PX: the same key and value as an unfenced Try, at the cost of a
-// command instead of a script. When the lock is held, a second round trip
-// reads its PTTL, so that a waiter knows when it expires (only the
-// contended path pays it).
+// command instead of a script. A PTTL rides in the same pipeline, so that a
+// waiter knows when a held lock expires without a second round trip.
 func AcquireUnfenced(ctx context.Context, c redis.Cmdable, k Keys, holder string, ttl time.Duration) (TryResult, error) {
-	ok, err := c.SetNX(ctx, k.Lock, holder+":0", ttl).Result()
+	// The replies are read from the returned commands: a batching client
+	// (internal/batch) returns copies when ctx ended first.
+	cmds, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		p.SetNX(ctx, k.Lock, holder+":0", ttl)
+		p.PTTL(ctx, k.Lock)
+		return nil
+	})
+	set, ok1 := cmdAt[*redis.BoolCmd](cmds, 0)
+	pttl, ok2 := cmdAt[*redis.DurationCmd](cmds, 1)
+	if !ok1 || !ok2 {
+		if err == nil {
+			err = fmt.Errorf("acquire: unexpected replies %v", cmds)
+		}
+		return TryResult{}, err
+	}
+	ok, err := set.Result()
 	if err != nil {
 		return TryResult{}, err
 	}
 	if ok {
 		return TryResult{Outcome: Acquired}, nil
 	}
-	pttl, err := c.PTTL(ctx, k.Lock).Result()
-	if err != nil {
+	if pttl.Err() != nil {
 		return TryResult{PTTL: -1}, nil // held; when it expires is unknown
 	}
-	return TryResult{PTTL: pttl}, nil
+	return TryResult{PTTL: pttl.Val()}, nil
+}
+
+// cmdAt returns cmds[i] as a C.
+func cmdAt[C redis.Cmder](cmds []redis.Cmder, i int) (C, bool) {
+	var zero C
+	if i >= len(cmds) {
+		return zero, false
+	}
+	c, ok := cmds[i].(C)
+	return c, ok
 }
 
 // Refresh sets the lock's ttl if holder still has it with token seq (any

@@ -7,16 +7,18 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/fencelock/fencelock/internal/batch"
 	"github.com/fencelock/fencelock/internal/family"
-	"github.com/fencelock/fencelock/internal/notify"
-
 	"github.com/fencelock/fencelock/internal/lifetime"
+	"github.com/fencelock/fencelock/internal/notify"
 )
 
 // node is one independent Redis master.
 type node struct {
-	addr   string
+	addr string
+	// rdb is batch: the node's client with its script calls batched.
 	rdb    redis.UniversalClient
+	batch  *batch.Client
 	notify *notify.Notifier // its waiters' pub/sub, whose mode its releases follow
 	dials  *family.Dials    // its last failed dial, named when it did not answer
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fencelock/fencelock/fence"
+	"github.com/fencelock/fencelock/internal/batch"
 	"github.com/fencelock/fencelock/internal/family"
 	"github.com/fencelock/fencelock/internal/isnil"
 	"github.com/fencelock/fencelock/internal/lifetime"
@@ -48,7 +49,11 @@ func (c *Client) Close(ctx context.Context) error {
 		return invalid("nil client or context")
 	}
 	c.closed.Store(true)
-	return c.pending.Wait(ctx)
+	err := c.pending.Wait(ctx)
+	for _, n := range c.nodes {
+		n.batch.Close()
+	}
+	return err
 }
 
 // New returns a Client over nodes, one client per independent Redis master
@@ -58,6 +63,16 @@ func (c *Client) Close(ctx context.Context) error {
 // the node count — odd and at least three, unless [WithForceNodeCount] — and
 // rejects nil clients and two clients with the same address. It does no I/O.
 // The clients are not closed by fencelock; close them yourself when done.
+//
+// Each node's script calls go out batched: the calls that the Client's
+// goroutines make to a node at the same moment are sent together as one
+// pipeline, at most two in flight per node, and each call still ends at
+// its own deadline (the node timeout or the caller's context). A burst of
+// a thousand waiters is a few pipelines per node rather than a thousand
+// round trips, and meets the default node timeout. A lone call is sent at
+// once, directly. Batched calls pass through a node client's
+// ProcessPipelineHook, lone ones through its ProcessHook.
+// [Client.Close] stops the idle senders.
 func New(nodes []redis.UniversalClient, opts ...lease.Option) (*Client, error) {
 	cfg := family.New(observe.KindRedlock, ErrInvalid)
 	cfg.NodeTimeout, cfg.Wakeup = DefaultNodeTimeout, true
@@ -81,7 +96,8 @@ func New(nodes []redis.UniversalClient, opts ...lease.Option) (*Client, error) {
 			return nil, invalid("node %s is given twice; the nodes must be independent", addr)
 		}
 		seen[addr] = true
-		n := node{addr: addr, rdb: rdb, notify: notify.New(rdb), dials: family.DialsOf(rdb)}
+		b := batch.New(rdb)
+		n := node{addr: addr, rdb: b, batch: b, notify: notify.New(rdb), dials: family.DialsOf(rdb)}
 		c.nodes = append(c.nodes, n)
 		c.notify = append(c.notify, n.notify)
 	}
