@@ -66,6 +66,14 @@ type Client struct {
 // calls pass through rdb's ProcessPipelineHook, lone ones through its
 // ProcessHook. Other commands are sent directly. [Client.Close] stops the
 // idle senders.
+//
+// New adds one hook to rdb (a [redis.Hook], once per *redis.Client however
+// many Clients share it; on a Cluster or Ring client, to the nodes it creates
+// afterwards). It hooks only dialing: it records the last failed dial, so
+// that an acquire whose context ends while go-redis retries a refused
+// connection names it (the error then also wraps syscall.ECONNREFUSED).
+// Commands pass it untouched, but note that go-redis treats a client with
+// any hook as hooked (its AutoPipeline, for one, then takes a slower path).
 func New(rdb redis.UniversalClient, opts ...Option) (*Client, error) {
 	if isnil.Nil(rdb) {
 		return nil, invalid("nil redis client")

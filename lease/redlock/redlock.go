@@ -73,6 +73,10 @@ func (c *Client) Close(ctx context.Context) error {
 // once, directly. Batched calls pass through a node client's
 // ProcessPipelineHook, lone ones through its ProcessHook.
 // [Client.Close] stops the idle senders.
+//
+// As lease.New does, New adds to each node's client a hook on dialing that
+// records its last failed dial, named in that node's [NodeError] when it did
+// not answer in time.
 func New(nodes []redis.UniversalClient, opts ...lease.Option) (*Client, error) {
 	cfg := family.New(observe.KindRedlock, ErrInvalid)
 	cfg.NodeTimeout, cfg.Wakeup = DefaultNodeTimeout, true
