@@ -186,6 +186,7 @@ func TestFrozenServerEachCallerKeepsItsDeadline(t *testing.T) {
 		// itself, get their context's error.
 		assert.ErrorIs(t, res.err, context.DeadlineExceeded, "caller %d", i)
 		assert.True(t, protocol.MayHaveRun(res.err), "a caller that left may have run")
+		assert.NotErrorIs(t, res.err, ErrNotSent, "caller %d: its call was sent", i)
 		if i%len(deadlines) < len(deadlines)-1 {
 			// It did not wait for the pipeline, which waits for the next
 			// deadline at least.
@@ -222,6 +223,8 @@ func TestLeftCallerIsSkipped(t *testing.T) {
 	err := incr.Run(short, c, []string{"left"}).Err()
 	cancel()
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.ErrorIs(t, err, ErrNotSent, "it was never sent")
+	assert.False(t, protocol.MayHaveRun(err), "a call never sent did not run: %v", err)
 
 	require.NoError(t, r.Resume())
 	wg.Wait()
@@ -243,6 +246,8 @@ func TestEndedContextIsNotSent(t *testing.T) {
 	cancel()
 	err := c.EvalSha(ctx, "0123", []string{"k"}).Err()
 	assert.ErrorIs(t, err, context.Canceled)
+	assert.ErrorIs(t, err, ErrNotSent)
+	assert.False(t, protocol.MayHaveRun(err), "a call never sent did not run: %v", err)
 	n, _ := c.state()
 	assert.Zero(t, n, "no sender started")
 }
@@ -430,4 +435,50 @@ func TestPipelinedLeftReturnsFreshCommands(t *testing.T) {
 	assert.IsType(t, &redis.BoolCmd{}, cmds[0])
 	assert.IsType(t, &redis.DurationCmd{}, cmds[1])
 	assert.ErrorIs(t, <-stuck, context.DeadlineExceeded)
+}
+
+// TestTrackerSeal: a Tracker sealed while the tracked call is still queued
+// (every sender busy with a frozen server) reports that nothing went out,
+// and the call never does: its caller gets ErrNotSent at its deadline and
+// the script did not run. A tracker sealed after its call went out says
+// so.
+func TestTrackerSeal(t *testing.T) {
+	r, rdb, c := newRedis(t, true)
+	ctx := t.Context()
+	require.NoError(t, incr.Load(ctx, rdb).Err())
+
+	sentCtx, sent := Track(ctx)
+	require.NoError(t, incr.Run(sentCtx, c, []string{"sent"}).Err())
+	assert.True(t, sent.Seal(), "the call went out")
+	assert.True(t, (*Tracker)(nil).Seal(), "a nil tracker cannot tell: it may have")
+
+	require.NoError(t, r.Pause())
+	var wg sync.WaitGroup
+	for i := range MaxInFlight {
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+			defer cancel()
+			assert.NoError(t, incr.Run(ctx, c, []string{"busy"}).Err())
+		})
+		require.Eventually(t, func() bool { n, idle := c.state(); return n == i+1 && idle == 0 },
+			time.Second, time.Millisecond, "sender %d busy", i)
+	}
+	queued, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	queued, tr := Track(queued)
+	errc := make(chan error, 1)
+	go func() { errc <- incr.Run(queued, c, []string{"sealed"}).Err() }()
+	require.Eventually(t, func() bool { c.mu.Lock(); defer c.mu.Unlock(); return len(c.queue) == 1 },
+		time.Second, time.Millisecond, "the call is queued")
+	assert.False(t, tr.Seal(), "the queued call has not gone out")
+
+	require.NoError(t, r.Resume())
+	wg.Wait()
+	err := <-errc
+	assert.ErrorIs(t, err, ErrNotSent)
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.False(t, protocol.MayHaveRun(err))
+	n, err := rdb.Exists(ctx, "sealed").Result()
+	require.NoError(t, err)
+	assert.Zero(t, n, "the sealed call never ran")
 }
