@@ -283,3 +283,33 @@ func TestUnsentAttemptDidNotRun(t *testing.T) {
 		assert.Zero(t, st.Seq, "%s: the unsent acquire never ran", r.Addr())
 	}
 }
+
+// TestAcquireFrozenMajorityGivesUpAfterTTL: with a majority of the nodes
+// paused, a waiting Acquire whose context has no deadline retries the node
+// timeouts (they may be a passing load), but once every attempt for a
+// whole ttl failed a majority, it returns: the lock service is
+// unavailable. The error is not the context's (it has not ended) and names
+// the paused nodes' timeouts.
+func TestAcquireFrozenMajorityGivesUpAfterTTL(t *testing.T) {
+	t.Parallel()
+	rs := testenv.NewRedisN(t, 3)
+	rdbs := make([]redis.UniversalClient, len(rs))
+	for i, r := range rs {
+		t.Cleanup(func() { _ = r.Resume() })
+		rdbs[i] = testenv.CtxClient(t, r.Addr(), 5)
+	}
+	c := newLocker(t, rdbs, redlock.WithNodeTimeout(50*time.Millisecond))
+	fault(t, "paused", rs, 1, 2)
+	const ttl = time.Second
+	start := time.Now()
+	ctx := context.WithoutCancel(t.Context()) // no deadline
+	_, err := c.Acquire(ctx, name(t), ttl)
+	took := time.Since(start)
+	require.Error(t, err)
+	t.Logf("gave up after %v: %v", took.Round(time.Millisecond), err)
+	assert.ErrorIs(t, err, redlock.ErrNotAcquired)
+	assert.NotErrorIs(t, err, context.DeadlineExceeded)
+	assert.ErrorContains(t, err, "the lock service is unavailable")
+	assert.ErrorIs(t, err, redlock.ErrNodeTimeout)
+	assert.GreaterOrEqual(t, took, ttl, "it retried the timeouts for a whole ttl")
+}
