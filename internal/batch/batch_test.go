@@ -205,17 +205,11 @@ func TestFrozenServerEachCallerKeepsItsDeadline(t *testing.T) {
 	assert.True(t, waitNoSenders(c, 2*time.Second), "the senders ended while the server is frozen")
 }
 
-// TestLeftCallerIsSkipped: a caller that gives up while its call is still
-// queued (every sender busy with a frozen server) is left out of the next
-// pipeline: its call never runs.
-func TestLeftCallerIsSkipped(t *testing.T) {
-	r, rdb, c := newRedis(t, true)
-	ctx := t.Context()
-	require.NoError(t, incr.Load(ctx, rdb).Err())
-	require.NoError(t, r.Pause())
-
-	// MaxInFlight callers with a long deadline, one at a time, so that each
-	// has a sender of its own, stuck on the frozen server.
+// busySenders starts MaxInFlight callers of incr with a long deadline (3s),
+// one at a time, so that each has a sender of its own, stuck on the frozen
+// server behind c. Wait on the group once the server runs again.
+func busySenders(t *testing.T, ctx context.Context, c *Client) *sync.WaitGroup {
+	t.Helper()
 	var wg sync.WaitGroup
 	for i := range MaxInFlight {
 		wg.Go(func() {
@@ -226,6 +220,19 @@ func TestLeftCallerIsSkipped(t *testing.T) {
 		require.Eventually(t, func() bool { n, idle := c.state(); return n == i+1 && idle == 0 },
 			time.Second, time.Millisecond, "sender %d busy", i)
 	}
+	return &wg
+}
+
+// TestLeftCallerIsSkipped: a caller that gives up while its call is still
+// queued (every sender busy with a frozen server) is left out of the next
+// pipeline: its call never runs.
+func TestLeftCallerIsSkipped(t *testing.T) {
+	r, rdb, c := newRedis(t, true)
+	ctx := t.Context()
+	require.NoError(t, incr.Load(ctx, rdb).Err())
+	require.NoError(t, r.Pause())
+
+	wg := busySenders(t, ctx, c)
 	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
 	err := incr.Run(short, c, []string{"left"}).Err()
 	cancel()
@@ -460,16 +467,7 @@ func TestTrackerSeal(t *testing.T) {
 	assert.True(t, (*Tracker)(nil).Seal(), "a nil tracker cannot tell: it may have")
 
 	require.NoError(t, r.Pause())
-	var wg sync.WaitGroup
-	for i := range MaxInFlight {
-		wg.Go(func() {
-			ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-			defer cancel()
-			assert.NoError(t, incr.Run(ctx, c, []string{"busy"}).Err())
-		})
-		require.Eventually(t, func() bool { n, idle := c.state(); return n == i+1 && idle == 0 },
-			time.Second, time.Millisecond, "sender %d busy", i)
-	}
+	wg := busySenders(t, ctx, c)
 	queued, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	queued, tr := Track(queued)
