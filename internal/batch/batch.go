@@ -15,7 +15,9 @@
 // be written already, or be written by a pipeline already under way), so
 // the error is one that protocol.MayHaveRun reports as "may have run", and
 // the caller treats it as a lost reply. A caller that left before its
-// pipeline was built is skipped: its call never goes out.
+// pipeline was built is skipped: its call never goes out, and its error
+// wraps [ErrNotSent] as well as ctx.Err(), which protocol.MayHaveRun reports
+// as "did not run".
 //
 // A pipeline runs under a context that ends at the latest deadline of its
 // callers, so a frozen server holds a sender no longer than its callers
@@ -27,12 +29,89 @@ package batch
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 )
+
+// ErrNotSent is wrapped, together with the caller's ctx.Err(), by the error
+// of a call whose caller's context ended before the call went out (before
+// a sender took it into a pipeline, or before it was queued at all): the
+// call surely did not run on the server. Test for it with errors.Is; the
+// error is also errors.Is ctx.Err(). A caller that left after its call
+// was taken gets plain ctx.Err(): its call may still run.
+//
+// Its NotSent method is how packages that must not import this one (such
+// as internal/protocol) recognise it: errors.As(err, &interface{ NotSent()
+// bool }).
+var ErrNotSent error = notSentError{}
+
+type notSentError struct{}
+
+func (notSentError) Error() string {
+	return "batch: not sent: the caller left before the call went out"
+}
+
+// NotSent reports true: the call did not go out.
+func (notSentError) NotSent() bool { return true }
+
+// notSent is the error of a call that did not go out because ctx ended.
+func notSent(ctx context.Context) error { return fmt.Errorf("%w: %w", ctx.Err(), ErrNotSent) }
+
+// Tracker tells whether any call made under a context went out. Attach
+// one with [Track]; once the context has ended, [Tracker.Seal] says whether
+// a call went out, and from then on none will: the answer is final. A
+// caller that stops waiting for a call (Redlock's fan-out, at the node
+// timeout) learns so whether the call may have run, even when the call
+// itself has not returned yet. The zero value is not used: get one from
+// Track.
+type Tracker struct {
+	mu     sync.Mutex
+	sent   bool
+	sealed bool
+}
+
+type trackerKey struct{}
+
+// Track returns ctx with a new Tracker for the calls made under it.
+func Track(ctx context.Context) (context.Context, *Tracker) {
+	t := &Tracker{}
+	return context.WithValue(ctx, trackerKey{}, t), t
+}
+
+// Seal reports whether a call made under the tracked context went out (or
+// began to go out), and makes every call not yet sent stay unsent. Calling
+// it before the context ended is allowed, but then later calls under that
+// context never go out: they fail with [ErrNotSent] when the context ends.
+// A nil Tracker reports true.
+func (t *Tracker) Seal() bool {
+	if t == nil {
+		return true
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.sealed = true
+	return t.sent
+}
+
+// claim records that a call under ctx goes out, and reports false, without
+// recording it, when ctx's tracker is sealed: the call must not go out.
+func claim(ctx context.Context) bool {
+	t, _ := ctx.Value(trackerKey{}).(*Tracker)
+	if t == nil {
+		return true
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.sealed {
+		return false
+	}
+	t.sent = true
+	return true
+}
 
 // MaxInFlight is how many pipelines one Client has in flight at most: each
 // uses one connection of the redis client's pool while it runs. Two
@@ -187,13 +266,13 @@ func (c *Client) Pipelined(ctx context.Context, fn func(redis.Pipeliner) error) 
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	if !c.wait(ctx, cmds) {
+	if werr := c.wait(ctx, cmds); werr != nil {
 		// cmds, slice and commands, may still be read and written by a
 		// sender: the caller gets new ones.
 		left := make([]redis.Cmder, len(cmds))
 		for i, cmd := range cmds {
 			left[i] = freshCmd(ctx, cmd)
-			left[i].SetErr(ctx.Err())
+			left[i].SetErr(werr)
 		}
 		cmds = left
 	}
@@ -229,35 +308,40 @@ func freshCmd(ctx context.Context, cmd redis.Cmder) redis.Cmder {
 // them only after done is closed, and a caller that left returns fresh
 // commands instead, so it shares nothing with the sender.
 type call struct {
-	ctx  context.Context
-	cmds []redis.Cmder
-	done chan struct{}
+	ctx   context.Context
+	cmds  []redis.Cmder
+	done  chan struct{}
+	taken bool // a sender took it into a pipeline; guarded by Client.mu
 }
 
 // do queues cmd and waits for its reply or ctx, whichever comes first. When
-// ctx ends first it returns a command made by fresh with ctx's error.
+// ctx ends first it returns a command made by fresh with ctx's error (which
+// wraps ErrNotSent too when the call did not go out).
 func do[C redis.Cmder](c *Client, ctx context.Context, cmd C, fresh func(context.Context, ...any) C) C {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	if c.wait(ctx, []redis.Cmder{cmd}) {
+	err := c.wait(ctx, []redis.Cmder{cmd})
+	if err == nil {
 		return cmd
 	}
-	// The call may be in a pipeline under way: a lost reply to the caller.
+	// The call may be in a pipeline under way (a lost reply to the
+	// caller), or surely not sent (err says which).
 	left := fresh(ctx, cmd.Args()...)
-	left.SetErr(ctx.Err())
+	left.SetErr(err)
 	return left
 }
 
 // wait queues cmds as one call and waits for their replies or ctx,
-// whichever comes first, and reports whether the replies came. A caller
-// whose ctx ended before a sender took its call is skipped: it never runs.
-func (c *Client) wait(ctx context.Context, cmds []redis.Cmder) bool {
+// whichever comes first. It returns nil when the replies came, else the
+// caller's error: ctx.Err(), wrapped with ErrNotSent when ctx ended before
+// a sender took the call (the call is then skipped: it never runs).
+func (c *Client) wait(ctx context.Context, cmds []redis.Cmder) error {
 	if ctx.Err() != nil {
-		return false
+		return notSent(ctx)
 	}
-	if c.direct(ctx, cmds) {
-		return true
+	if sent, err := c.direct(ctx, cmds); sent {
+		return err
 	}
 	cl := &call{ctx: ctx, cmds: cmds, done: make(chan struct{})}
 	c.enqueue(cl)
@@ -269,11 +353,18 @@ func (c *Client) wait(ctx context.Context, cmds []redis.Cmder) bool {
 			// before the caller's context did: the caller left at its
 			// deadline, and its context says so when it returns.
 			<-ctx.Done()
-			return false
+			return ctx.Err()
 		}
-		return true
+		return nil
 	case <-ctx.Done():
-		return false
+		c.mu.Lock()
+		taken := cl.taken
+		c.mu.Unlock()
+		if !taken {
+			// take skips it from now on: its ctx has ended.
+			return notSent(ctx)
+		}
+		return ctx.Err()
 	}
 }
 
@@ -283,11 +374,15 @@ func (c *Client) wait(ctx context.Context, cmds []redis.Cmder) bool {
 // of an uncontended acquire+release). It counts as a sender while it runs,
 // so the calls made meanwhile go out batched. Its deadline is go-redis's:
 // with ContextTimeoutEnabled the caller's context, else ReadTimeout.
-func (c *Client) direct(ctx context.Context, cmds []redis.Cmder) bool {
+//
+// It reports false when it did not take the call; true and nil when it
+// sent it; true and an error wrapping ErrNotSent when the call's Tracker
+// was sealed meanwhile (it did not send it).
+func (c *Client) direct(ctx context.Context, cmds []redis.Cmder) (bool, error) {
 	c.mu.Lock()
 	if len(c.queue) > 0 || c.senders > c.idle {
 		c.mu.Unlock()
-		return false
+		return false, nil
 	}
 	c.senders++
 	c.mu.Unlock()
@@ -299,6 +394,9 @@ func (c *Client) direct(ctx context.Context, cmds []redis.Cmder) bool {
 		}
 		c.mu.Unlock()
 	}()
+	if !claim(ctx) {
+		return true, notSent(ctx)
+	}
 	if len(cmds) == 1 {
 		_ = c.UniversalClient.Process(ctx, cmds[0])
 	} else {
@@ -316,7 +414,7 @@ func (c *Client) direct(ctx context.Context, cmds []redis.Cmder) bool {
 			}
 		}
 	}
-	return true
+	return true, nil
 }
 
 // atDeadline reports whether cmds failed with a timeout as ctx's deadline
@@ -367,7 +465,10 @@ func (c *Client) kick() {
 func (c *Client) take() []*call {
 	var batch []*call
 	for _, cl := range c.queue {
-		if cl.ctx.Err() == nil {
+		// A call whose tracker is sealed stays unsent, as one whose
+		// caller left: its caller returns ErrNotSent.
+		if cl.ctx.Err() == nil && claim(cl.ctx) {
+			cl.taken = true
 			batch = append(batch, cl)
 		}
 	}

@@ -154,7 +154,8 @@ func TestOrderPerCaller(t *testing.T) {
 
 // TestFrozenServerEachCallerKeepsItsDeadline: against a frozen Redis,
 // callers with different deadlines queued together each return at their
-// own, with the context's error (one that may have run), and the senders
+// own, with the context's error (one that may have run, unless it was
+// never sent: then it wraps ErrNotSent), and the senders
 // end by the latest deadline while the server is still frozen.
 func TestFrozenServerEachCallerKeepsItsDeadline(t *testing.T) {
 	r, rdb, c := newRedis(t, true)
@@ -179,22 +180,47 @@ func TestFrozenServerEachCallerKeepsItsDeadline(t *testing.T) {
 		})
 	}
 	wg.Wait()
+	sent := 0
 	for i, res := range results {
 		d := deadlines[i%len(deadlines)]
 		t.Logf("caller %d (deadline %v): returned after %v: %v", i, d, res.took.Round(time.Millisecond), res.err)
 		// Even the callers with the latest deadline, that of the pipeline
 		// itself, get their context's error.
 		assert.ErrorIs(t, res.err, context.DeadlineExceeded, "caller %d", i)
-		assert.True(t, protocol.MayHaveRun(res.err), "a caller that left may have run")
+		// One whose call a sender took may have run; one still queued
+		// behind the stuck senders was never sent, and says so.
+		assert.Equal(t, !errors.Is(res.err, ErrNotSent), protocol.MayHaveRun(res.err), "caller %d: %v", i, res.err)
+		if !errors.Is(res.err, ErrNotSent) {
+			sent++
+		}
 		if i%len(deadlines) < len(deadlines)-1 {
 			// It did not wait for the pipeline, which waits for the next
 			// deadline at least.
 			assert.Less(t, res.took, deadlines[i%len(deadlines)+1], "caller %d returned at its own deadline", i)
 		}
 	}
+	assert.Positive(t, sent, "calls were sent, and may have run")
 	// The pipelines ended at the latest deadline: no sender is left stuck
 	// on the frozen server.
 	assert.True(t, waitNoSenders(c, 2*time.Second), "the senders ended while the server is frozen")
+}
+
+// busySenders starts MaxInFlight callers of incr with a long deadline (3s),
+// one at a time, so that each has a sender of its own, stuck on the frozen
+// server behind c. Wait on the group once the server runs again.
+func busySenders(t *testing.T, ctx context.Context, c *Client) *sync.WaitGroup {
+	t.Helper()
+	var wg sync.WaitGroup
+	for i := range MaxInFlight {
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+			defer cancel()
+			assert.NoError(t, incr.Run(ctx, c, []string{"busy"}).Err())
+		})
+		require.Eventually(t, func() bool { n, idle := c.state(); return n == i+1 && idle == 0 },
+			time.Second, time.Millisecond, "sender %d busy", i)
+	}
+	return &wg
 }
 
 // TestLeftCallerIsSkipped: a caller that gives up while its call is still
@@ -206,22 +232,13 @@ func TestLeftCallerIsSkipped(t *testing.T) {
 	require.NoError(t, incr.Load(ctx, rdb).Err())
 	require.NoError(t, r.Pause())
 
-	// MaxInFlight callers with a long deadline, one at a time, so that each
-	// has a sender of its own, stuck on the frozen server.
-	var wg sync.WaitGroup
-	for i := range MaxInFlight {
-		wg.Go(func() {
-			ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-			defer cancel()
-			assert.NoError(t, incr.Run(ctx, c, []string{"busy"}).Err())
-		})
-		require.Eventually(t, func() bool { n, idle := c.state(); return n == i+1 && idle == 0 },
-			time.Second, time.Millisecond, "sender %d busy", i)
-	}
+	wg := busySenders(t, ctx, c)
 	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
 	err := incr.Run(short, c, []string{"left"}).Err()
 	cancel()
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.ErrorIs(t, err, ErrNotSent, "it was never sent")
+	assert.False(t, protocol.MayHaveRun(err), "a call never sent did not run: %v", err)
 
 	require.NoError(t, r.Resume())
 	wg.Wait()
@@ -243,6 +260,8 @@ func TestEndedContextIsNotSent(t *testing.T) {
 	cancel()
 	err := c.EvalSha(ctx, "0123", []string{"k"}).Err()
 	assert.ErrorIs(t, err, context.Canceled)
+	assert.ErrorIs(t, err, ErrNotSent)
+	assert.False(t, protocol.MayHaveRun(err), "a call never sent did not run: %v", err)
 	n, _ := c.state()
 	assert.Zero(t, n, "no sender started")
 }
@@ -430,4 +449,41 @@ func TestPipelinedLeftReturnsFreshCommands(t *testing.T) {
 	assert.IsType(t, &redis.BoolCmd{}, cmds[0])
 	assert.IsType(t, &redis.DurationCmd{}, cmds[1])
 	assert.ErrorIs(t, <-stuck, context.DeadlineExceeded)
+}
+
+// TestTrackerSeal: a Tracker sealed while the tracked call is still queued
+// (every sender busy with a frozen server) reports that nothing went out,
+// and the call never does: its caller gets ErrNotSent at its deadline and
+// the script did not run. A tracker sealed after its call went out says
+// so.
+func TestTrackerSeal(t *testing.T) {
+	r, rdb, c := newRedis(t, true)
+	ctx := t.Context()
+	require.NoError(t, incr.Load(ctx, rdb).Err())
+
+	sentCtx, sent := Track(ctx)
+	require.NoError(t, incr.Run(sentCtx, c, []string{"sent"}).Err())
+	assert.True(t, sent.Seal(), "the call went out")
+	assert.True(t, (*Tracker)(nil).Seal(), "a nil tracker cannot tell: it may have")
+
+	require.NoError(t, r.Pause())
+	wg := busySenders(t, ctx, c)
+	queued, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	queued, tr := Track(queued)
+	errc := make(chan error, 1)
+	go func() { errc <- incr.Run(queued, c, []string{"sealed"}).Err() }()
+	require.Eventually(t, func() bool { c.mu.Lock(); defer c.mu.Unlock(); return len(c.queue) == 1 },
+		time.Second, time.Millisecond, "the call is queued")
+	assert.False(t, tr.Seal(), "the queued call has not gone out")
+
+	require.NoError(t, r.Resume())
+	wg.Wait()
+	err := <-errc
+	assert.ErrorIs(t, err, ErrNotSent)
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.False(t, protocol.MayHaveRun(err))
+	n, err := rdb.Exists(ctx, "sealed").Result()
+	require.NoError(t, err)
+	assert.Zero(t, n, "the sealed call never ran")
 }

@@ -338,13 +338,18 @@ func flag(b bool) string {
 // MayHaveRun reports whether a failed call may still have run on the
 // server, so that its effect (a lock taken) must be undone: anything but an
 // error reply from Redis itself or a connection that was never made
-// (refused, no route, dial timeout). A timeout, a cancelled context or a
-// broken connection after the request was written leave it open.
+// (refused, no route, dial timeout), or a call that internal/batch never
+// sent because its caller left first (batch.ErrNotSent, recognised by its
+// NotSent method). A timeout, a cancelled context or a broken connection
+// after the request was written leave it open.
 func MayHaveRun(err error) bool {
 	var rerr redis.Error
 	var operr *net.OpError
+	var unsent interface{ NotSent() bool }
 	switch {
 	case err == nil:
+		return false
+	case errors.As(err, &unsent) && unsent.NotSent():
 		return false
 	case errors.As(err, &rerr):
 		return false

@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/fencelock/fencelock/fence"
+	"github.com/fencelock/fencelock/internal/batch"
 	"github.com/fencelock/fencelock/internal/emit"
 	"github.com/fencelock/fencelock/internal/family"
 	"github.com/fencelock/fencelock/internal/lifetime"
@@ -88,10 +89,26 @@ func (c *Client) request(ctx context.Context, name string, ttl time.Duration, op
 // exponential backoff (see lease.WithBackoff), whichever comes first.
 //
 // When ctx ends first, the error is both ErrNotAcquired and ctx.Err(),
-// joined with the node errors of the last attempt. When a majority of the
-// nodes fail with errors (rather than refuse because the lock is held), the
-// lock service is unavailable and Acquire returns that error at once instead
-// of waiting, as the lease does on an I/O error.
+// joined with the node errors of the last attempt.
+//
+// Nodes that fail decide as follows:
+//   - When so many nodes fail with hard errors (a refused connection, an
+//     error reply: anything but [ErrNodeTimeout], or a node timeout after
+//     a failed dial to that node) that no majority is left
+//     even if every other node answered, the lock service is unavailable
+//     and Acquire returns that error at once instead of waiting, as the
+//     lease does on an I/O error.
+//   - A miss because nodes did not answer within the node timeout (a
+//     loaded client or server, a burst of waiters, a paused node) is
+//     retried after the backoff like a held lock, while ctx lasts.
+//   - But when every attempt for a whole ttl failed a majority of the nodes
+//     (by timeouts or errors), the lock service counts as unavailable:
+//     Acquire returns the last attempt's error, so that a frozen majority
+//     cannot hang an Acquire whose ctx has no deadline. Any attempt that a
+//     majority answered (granted, or held by another) starts that count
+//     again.
+//
+// [Client.TryAcquire], one attempt, returns every miss at once.
 func (c *Client) Acquire(ctx context.Context, name string, ttl time.Duration, opts ...lease.AcquireOption) (*Lease, error) {
 	return emit.Observed(c.hooks(), observe.KindRedlock, ctx, name, ttl, true, ErrNotAcquired, func(ctx context.Context, p *emit.Progress) (*Lease, error) {
 		ac, err := c.request(ctx, name, ttl, opts)
@@ -106,9 +123,11 @@ func (c *Client) Acquire(ctx context.Context, name string, ttl time.Duration, op
 func (c *Client) wait(ctx context.Context, name string, ttl time.Duration, ac family.Acquire, p *emit.Progress) (*Lease, error) {
 	var wake *wakeup
 	defer func() { wake.close() }()
+	var failing time.Time // the start of the attempts that all failed a majority; zero: the last did not
 	for attempt := 0; ; attempt++ {
 		wake.drain()
 		p.Attempts++
+		begun := time.Now()
 		l, miss, err := c.try(ctx, name, ttl, ac)
 		if l != nil {
 			// Wake-ups that came during the attempt were for the lock
@@ -119,6 +138,15 @@ func (c *Client) wait(ctx context.Context, name string, ttl time.Duration, ac fa
 		p.Handoff = false
 		if lifetime.Ended(ctx) != nil || miss.unavailable {
 			return nil, err // try joined ctx.Err()
+		}
+		switch {
+		case !miss.noMajority:
+			failing = time.Time{}
+		case failing.IsZero():
+			failing = begun
+		case time.Since(failing) >= ttl:
+			return nil, errors.Join(fmt.Errorf("%w: %q: every attempt for %v (the ttl) failed a majority of the nodes: the lock service is unavailable",
+				ErrNotAcquired, name, time.Since(failing).Round(time.Millisecond)), err)
 		}
 		if c.cfg.Wakeup && wake == nil {
 			// Listen only once the lock was found busy, so an
@@ -145,7 +173,8 @@ func (c *Client) wait(ctx context.Context, name string, ttl time.Duration, ac fa
 type miss struct {
 	freeIn      time.Duration // when a majority of nodes may be free; 0: unknown
 	busy        []bool        // per node: it did not grant the lock (held, or failed)
-	unavailable bool          // a majority of nodes failed with errors
+	unavailable bool          // a majority of nodes failed with hard errors (not node timeouts)
+	noMajority  bool          // a majority of nodes failed, by errors or node timeouts
 }
 
 // tryFor is one node's try for holder.
@@ -166,7 +195,7 @@ func (c *Client) try(ctx context.Context, name string, ttl time.Duration, ac fam
 	start := time.Now()
 	rs := fanout(ctx, c.nodes, c.cfg.NodeTimeout, acquireOp(k, args, ac.Holder != ""), c.hopeless)
 
-	granted, again, held, errs, unawaited := 0, 0, 0, 0, 0
+	granted, again, held, errs, timeouts, unawaited := 0, 0, 0, 0, 0, 0
 	var seq, againSeq uint64
 	for _, r := range rs {
 		switch {
@@ -174,6 +203,9 @@ func (c *Client) try(ctx context.Context, name string, ttl time.Duration, ac fam
 			unawaited++
 		case r.err != nil:
 			errs++
+			if slow(r.err) {
+				timeouts++
+			}
 		case r.val.Got():
 			granted++
 			seq = max(seq, r.val.Seq)
@@ -218,7 +250,12 @@ func (c *Client) try(ctx context.Context, name string, ttl time.Duration, ac fam
 	if ce := lifetime.Ended(ctx); ce != nil {
 		why = errors.Join(why, ce)
 	}
-	m := miss{freeIn: freeAt(c.quorum, rs), busy: make([]bool, len(rs)), unavailable: errs > len(rs)-c.quorum}
+	m := miss{
+		freeIn:      freeAt(c.quorum, rs),
+		busy:        make([]bool, len(rs)),
+		unavailable: errs-timeouts > len(rs)-c.quorum,
+		noMajority:  errs > len(rs)-c.quorum,
+	}
 	for i, r := range rs {
 		m.busy[i] = r.err != nil || !r.val.Got()
 	}
@@ -311,9 +348,21 @@ func (c *Client) releaseInBackground(ctx context.Context, nodes []node, k protoc
 	c.pending.Go(func() { fanout(context.WithoutCancel(ctx), nodes, c.cfg.NodeTimeout, releaseOp(k, holder), nil) })
 }
 
+// slow reports whether a node's error says only that it did not answer in
+// time: [ErrNodeTimeout], without a failed dial since the attempt began (a
+// node whose dial was refused is down, not slow).
+func slow(err error) bool {
+	var dial *family.DialError
+	return errors.Is(err, ErrNodeTimeout) && !errors.As(err, &dial)
+}
+
 // mayHaveRun reports whether a node's failed call may still have run on the
-// server: anything but a refused connection or an error reply from Redis.
+// server: anything but a refused connection, an error reply from Redis or a
+// call the node's batch never sent (its caller left first).
 func mayHaveRun(err error) bool {
+	if errors.Is(err, batch.ErrNotSent) {
+		return false
+	}
 	if errors.Is(err, ErrNodeTimeout) || errors.Is(err, errNotAwaited) {
 		return true
 	}

@@ -9,6 +9,7 @@ package redlock_test
 
 import (
 	"context"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -17,6 +18,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/fencelock/fencelock/internal/batch"
+	"github.com/fencelock/fencelock/internal/protocol"
 	"github.com/fencelock/fencelock/internal/testenv"
 	"github.com/fencelock/fencelock/lease"
 	"github.com/fencelock/fencelock/lease/redlock"
@@ -235,4 +238,78 @@ func TestReleaseDeadline(t *testing.T) {
 			assert.ErrorIs(t, l.Err(), redlock.ErrReleased)
 		})
 	}
+}
+
+// TestUnsentAttemptDidNotRun: an attempt whose calls were still queued in
+// every node's batch when its context ended (every sender stuck on a
+// paused node) never sends them: each node's error says so
+// (batch.ErrNotSent, which needs no cleanup, as a refused connection), and
+// once the nodes answer again the attempt's lock is on none of them. Before,
+// such an error was a lost reply, whose acquire may have run, and the
+// attempt released it on every node in the background.
+func TestUnsentAttemptDidNotRun(t *testing.T) {
+	t.Parallel()
+	rs, c := ctxNodes(t)
+	fault(t, "paused", rs, 0, 1, 2)
+	// batch.MaxInFlight attempts, one after another, each with a sender of
+	// its own per node, stuck until the node timeout (1.5s).
+	var wg sync.WaitGroup
+	for range batch.MaxInFlight {
+		wg.Go(func() { _, _ = c.TryAcquire(t.Context(), name(t), time.Minute) })
+		time.Sleep(100 * time.Millisecond)
+	}
+	n := name(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+	defer cancel()
+	_, err := c.TryAcquire(ctx, n, time.Minute)
+	require.Error(t, err)
+	acquireErr(t, err)
+	nes := nodeErrors(err)
+	assert.Len(t, nes, 3, "an error per node: %v", err)
+	for _, ne := range nes {
+		assert.ErrorIs(t, ne, batch.ErrNotSent, "%s: the call was still queued", ne.Addr)
+	}
+	for _, r := range rs {
+		require.NoError(t, r.Resume())
+	}
+	wg.Wait()
+	require.NoError(t, c.Close(t.Context())) // waits for the cleanups of the stuck attempts
+	for _, r := range rs {
+		rdb := r.Client()
+		st, err := protocol.Inspect(t.Context(), rdb, protocol.KeysFor(lease.DefaultPrefix, n))
+		rdb.Close()
+		require.NoError(t, err)
+		assert.Empty(t, st.Holder, "%s: the unsent acquire never ran", r.Addr())
+		assert.Zero(t, st.Seq, "%s: the unsent acquire never ran", r.Addr())
+	}
+}
+
+// TestAcquireFrozenMajorityGivesUpAfterTTL: with a majority of the nodes
+// paused, a waiting Acquire whose context has no deadline retries the node
+// timeouts (they may be a passing load), but once every attempt for a
+// whole ttl failed a majority, it returns: the lock service is
+// unavailable. The error is not the context's (it has not ended) and names
+// the paused nodes' timeouts.
+func TestAcquireFrozenMajorityGivesUpAfterTTL(t *testing.T) {
+	t.Parallel()
+	rs := testenv.NewRedisN(t, 3)
+	rdbs := make([]redis.UniversalClient, len(rs))
+	for i, r := range rs {
+		t.Cleanup(func() { _ = r.Resume() })
+		rdbs[i] = testenv.CtxClient(t, r.Addr(), 5)
+	}
+	c := newLocker(t, rdbs, redlock.WithNodeTimeout(50*time.Millisecond))
+	fault(t, "paused", rs, 1, 2)
+	const ttl = time.Second
+	start := time.Now()
+	ctx := context.WithoutCancel(t.Context()) // no deadline
+	_, err := c.Acquire(ctx, name(t), ttl)
+	took := time.Since(start)
+	require.Error(t, err)
+	t.Logf("gave up after %v: %v", took.Round(time.Millisecond), err)
+	assert.ErrorIs(t, err, redlock.ErrNotAcquired)
+	assert.NotErrorIs(t, err, context.DeadlineExceeded)
+	assert.ErrorContains(t, err, "the lock service is unavailable")
+	assert.ErrorIs(t, err, redlock.ErrNodeTimeout)
+	assert.GreaterOrEqual(t, took, ttl, "it retried the timeouts for a whole ttl")
 }

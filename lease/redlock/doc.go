@@ -24,7 +24,10 @@
 // finds the lock lost, or on release. A failed attempt is released at once
 // on every node that may have granted it, so it blocks no one.
 // [Client.Acquire] waits for the lock (release wake-ups over pub/sub, the
-// nodes' remaining ttls, jittered backoff); [Client.TryAcquire] tries once.
+// nodes' remaining ttls, jittered backoff), and retries attempts that nodes
+// did not answer in time; it gives up early only when hard errors leave no
+// majority, or when every attempt for a whole ttl failed a majority (see
+// its doc). [Client.TryAcquire] tries once.
 //
 // Errors of individual nodes are kept as [NodeError] values naming the node,
 // joined with errors.Join under the package's sentinels ([ErrNotAcquired],

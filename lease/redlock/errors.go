@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/fencelock/fencelock/internal/batch"
 	"github.com/fencelock/fencelock/internal/sentinel"
 	"github.com/fencelock/fencelock/lease"
 )
@@ -63,9 +64,14 @@ func (e *NodeError) Error() string { return "redlock: node " + e.Addr + ": " + e
 // Unwrap returns Err.
 func (e *NodeError) Unwrap() error { return e.Err }
 
-// nodeTimeout is the error of a node the caller stopped waiting for.
+// nodeTimeout is the error of a node the caller stopped waiting for. The
+// cause is only named, so that the error is not context.DeadlineExceeded;
+// but a call that never went out (batch.ErrNotSent) stays recognisable.
 func nodeTimeout(d time.Duration, cause error) error {
-	if cause == nil {
+	switch {
+	case errors.Is(cause, batch.ErrNotSent):
+		return fmt.Errorf("%w (%v): %w", ErrNodeTimeout, d, batch.ErrNotSent)
+	case cause == nil:
 		return fmt.Errorf("%w (%v)", ErrNodeTimeout, d)
 	}
 	return fmt.Errorf("%w (%v): %v", ErrNodeTimeout, d, cause)

@@ -3,6 +3,7 @@ package redlock
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -47,7 +48,9 @@ type reply[T any] struct {
 // nil) reports, given the replies so far, that the outcome cannot change.
 // Replies not in by then carry a *NodeError wrapping ErrNodeTimeout, or
 // ctx.Err() when the caller's context ended, or errNotAwaited when settled
-// ended the wait.
+// ended the wait. When a node's batch had not sent its call by then (a
+// batch.Tracker per node says so), the call never goes out and the error
+// wraps batch.ErrNotSent too: the call surely did not run.
 //
 // The calls that are still running are cancelled and left to finish on their
 // own; they send into a buffered channel, so they never block and always end
@@ -66,27 +69,42 @@ func fanout[T any](ctx context.Context, nodes []node, timeout time.Duration,
 		err error
 	}
 	ch := make(chan answer, len(nodes))
+	sent := make([]*batch.Tracker, len(nodes))
 	for i, n := range nodes {
+		var nctx context.Context
+		nctx, sent[i] = batch.Track(ctx)
 		workers.run(func() {
-			v, err := op(ctx, n)
+			v, err := op(nctx, n)
 			ch <- answer{i, v, err}
 		})
 	}
 
 	out := make([]reply[T], len(nodes))
+	record := func(a answer) {
+		out[a.i] = reply[T]{val: a.val, in: true}
+		if a.err != nil {
+			out[a.i].err = &NodeError{Addr: nodes[a.i].addr, Err: nodes[a.i].named(nodeErr(parent, ctx, timeout, a.err), start)}
+		}
+	}
 collect:
 	for range nodes {
 		select {
 		case a := <-ch:
-			out[a.i] = reply[T]{val: a.val, in: true}
-			if a.err != nil {
-				out[a.i].err = &NodeError{Addr: nodes[a.i].addr, Err: nodes[a.i].named(nodeErr(parent, ctx, timeout, a.err), start)}
-			}
+			record(a)
 			if settled != nil && settled(out) {
 				break collect
 			}
 		case <-ctx.Done():
-			break collect
+			// The answers already sent are kept: a call that ended with
+			// the deadline may say that it never went out (batch).
+			for {
+				select {
+				case a := <-ch:
+					record(a)
+				default:
+					break collect
+				}
+			}
 		}
 	}
 	for i := range out {
@@ -95,7 +113,13 @@ collect:
 		case ctx.Err() == nil:
 			out[i].err = errNotAwaited // settled early
 		default:
-			out[i].err = &NodeError{Addr: nodes[i].addr, Err: nodes[i].named(nodeErr(parent, ctx, timeout, nil), start)}
+			// The node's batch says whether its call went out, and from
+			// now on it will not: one that did not surely did not run.
+			var cause error
+			if !sent[i].Seal() {
+				cause = batch.ErrNotSent
+			}
+			out[i].err = &NodeError{Addr: nodes[i].addr, Err: nodes[i].named(nodeErr(parent, ctx, timeout, cause), start)}
 		}
 	}
 	return out
@@ -106,12 +130,14 @@ collect:
 // timeout fired first), or (cause) its own error.
 func nodeErr(parent, ctx context.Context, timeout time.Duration, cause error) error {
 	switch pe := lifetime.Ended(parent); {
+	case pe != nil && errors.Is(cause, batch.ErrNotSent):
+		return fmt.Errorf("%w: %w", pe, batch.ErrNotSent) // and the call never went out
 	case pe != nil:
 		if cause != nil && !errors.Is(cause, pe) {
 			return errors.Join(pe, cause)
 		}
 		return pe
-	case cause == nil, errors.Is(cause, context.DeadlineExceeded), isTimeout(cause):
+	case cause == nil, errors.Is(cause, context.DeadlineExceeded), errors.Is(cause, batch.ErrNotSent), isTimeout(cause):
 		return nodeTimeout(timeout, cause)
 	}
 	return cause

@@ -3,9 +3,6 @@ package redlock_test
 import (
 	"context"
 	"fmt"
-	"os"
-	"runtime"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -43,6 +40,7 @@ const burstTTL = 5 * time.Second
 type burstResult struct {
 	acquired, failed int
 	firstErr         error
+	acquireErr       error         // the first waiter's Acquire that failed
 	releaseErrs      int           // holders' releases that failed on some node
 	maxConns         []int         // per node: the most pub/sub connections seen
 	handoffs         time.Duration // from the holders' release to the last waiter's lock
@@ -58,7 +56,9 @@ func burst(ctx context.Context, c *redlock.Client, rdbs []redis.UniversalClient,
 	var holders []*redlock.Lease
 	for i := range names {
 		names[i] = fmt.Sprintf("%s-%d", prefix, i)
-		h, err := c.TryAcquire(ctx, names[i], burstTTL)
+		// Acquire, not TryAcquire: on a loaded machine a holder's first
+		// attempt may miss the node timeout too.
+		h, err := c.Acquire(ctx, names[i], burstTTL)
 		if err != nil {
 			return burstResult{}, fmt.Errorf("holder %s: %w", names[i], err)
 		}
@@ -77,6 +77,11 @@ func burst(ctx context.Context, c *redlock.Client, rdbs []redis.UniversalClient,
 				err = l.Release(ctx)
 			} else {
 				failed.Add(1)
+				mu.Lock()
+				if res.acquireErr == nil {
+					res.acquireErr = err
+				}
+				mu.Unlock()
 			}
 			if err != nil {
 				mu.Lock()
@@ -258,54 +263,25 @@ func BenchmarkWaitersBurst(b *testing.B) {
 }
 
 // TestWaitersBurstDefaultNodeTimeout: a thousand waiters of one client on
-// a hundred locks, with the default node timeout, all get their lock. Their
+// a hundred locks, with the default node timeout and a generous context
+// (60s), all get their lock, in one burst, on a busy machine too. Their
 // first attempts reach every node at once: batched into a few pipelines
-// per node, they are answered within the node timeout (one call per round
-// trip, they queued for the connection pool and all missed it: 0 of 1,000).
-//
-// The 50ms node timeout is a wall-clock bound on the whole client: on a
-// machine whose run queue is longer than its CPUs (other processes), the
-// client's goroutines wait that long for a CPU, and the test measures the
-// machine, not the lock. It is skipped then. On a quiet two-core machine a
-// burst now and then still loses a few waiters to a try that took longer
-// (a GC cycle over 4,000 goroutine stacks, a scheduler gap), so the test
-// passes when one of three bursts serves all of them; without batching
-// none serves any.
+// per node, they are mostly answered within the node timeout, and an
+// attempt that missed it (the client's 4,000 goroutines waiting for a CPU,
+// a GC cycle) is retried after the backoff, not taken for an unavailable
+// lock service. (Before, such a miss made Acquire return at once: 0 of
+// 1,000 without batching, and on a loaded machine far fewer than 1,000
+// with it.)
 func TestWaitersBurstDefaultNodeTimeout(t *testing.T) {
-	if load, ok := loadAverage(); ok && load > float64(runtime.NumCPU()) {
-		t.Skipf("load average %.1f over %d CPUs: the default %v node timeout would measure the machine",
-			load, runtime.NumCPU(), redlock.DefaultNodeTimeout)
-	}
 	_, rdbs := ownNodes(t, 3)
-	ctx := ctxFor(t, 3*time.Minute)
+	ctx := ctxFor(t, time.Minute)
 	c, err := redlock.New(rdbs) // the default node timeout, not newLocker's
 	require.NoError(t, err)
 	require.Equal(t, 50*time.Millisecond, redlock.DefaultNodeTimeout)
 	const keys, waiters = 100, 1000
-	var got []int
-	for i := range 3 {
-		res, err := burst(ctx, c, rdbs, fmt.Sprintf("%s-%d", name(t), i), keys, waiters)
-		require.NoError(t, err)
-		t.Logf("burst %d: %d waiters on %d locks: %d acquired in %v; first error: %v",
-			i, waiters, keys, res.acquired, res.handoffs.Round(time.Millisecond), res.firstErr)
-		got = append(got, res.acquired)
-		if res.acquired == waiters {
-			return
-		}
-	}
-	t.Errorf("no burst served all %d waiters: %v acquired", waiters, got)
-}
-
-// loadAverage returns the machine's one-minute load average (Linux).
-func loadAverage() (float64, bool) {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return 0, false
-	}
-	f := strings.Fields(string(b))
-	if len(f) == 0 {
-		return 0, false
-	}
-	l, err := strconv.ParseFloat(f[0], 64)
-	return l, err == nil
+	res, err := burst(ctx, c, rdbs, name(t), keys, waiters)
+	require.NoError(t, err)
+	t.Logf("%d waiters on %d locks: %d acquired in %v; first error: %v",
+		waiters, keys, res.acquired, res.handoffs.Round(time.Millisecond), res.firstErr)
+	assert.Equal(t, waiters, res.acquired, "every waiter got its lock; first failed Acquire: %v", res.acquireErr)
 }
