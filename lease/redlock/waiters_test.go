@@ -33,8 +33,11 @@ func pubsubConns(ctx context.Context, rdb redis.UniversalClient) (int, error) {
 }
 
 // burstTTL is the ttl of the burst's locks: short enough that a lock
-// whose release failed on a loaded node is free again soon.
-const burstTTL = 5 * time.Second
+// whose release failed on a loaded node is free again within the waiters'
+// context, long enough that a waiter on a machine loaded far beyond its
+// cores (the whole suite on 2 cores) does not take a ttl of node timeouts
+// for an unavailable service (see Client.Acquire).
+const burstTTL = 15 * time.Second
 
 // burstResult is what one waiter burst saw.
 type burstResult struct {
