@@ -69,9 +69,14 @@ func (l *Lease) lf() *lifetime.Life {
 
 // newLease starts the lifetime of an acquisition that began at start.
 func newLease(c *Client, req request, tok fence.Token, start time.Time) *Lease {
-	b := &backend{c: c, keys: req.keys, tok: tok}
+	// One allocation for both: they live and die together.
+	lb := &struct {
+		l Lease
+		b backend
+	}{b: backend{c: c, keys: req.keys, tok: tok}}
 	cfg := c.lifeConfig(req.ttl, req.opt.Interval)
-	return &Lease{life: lifetime.Start(b, tok, start, req.ttl, cfg)}
+	lb.l.life = lifetime.Start(&lb.b, tok, start, req.ttl, cfg)
+	return &lb.l
 }
 
 // lifeConfig is the lifetime configuration of a lease of this client.

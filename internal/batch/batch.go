@@ -204,8 +204,9 @@ func (c *Client) EvalShaRO(ctx context.Context, sha1 string, keys []string, args
 }
 
 // script runs a script command as go-redis builds it: name, script or
-// sha, the key count, the keys, the arguments.
-func (c *Client) script(ctx context.Context, name, script string, keys []string, args []any) *redis.Cmd {
+// sha, the key count, the keys, the arguments. name is an any so that the
+// callers' constant names are boxed without an allocation.
+func (c *Client) script(ctx context.Context, name any, script string, keys []string, args []any) *redis.Cmd {
 	a := make([]any, 0, 3+len(keys)+len(args))
 	a = append(a, name, script, len(keys))
 	for _, k := range keys {

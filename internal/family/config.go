@@ -118,6 +118,11 @@ type AcquireOption interface{ ~func(*Acquire) error }
 // client configured by c: opts applied in order (a nil one is invalid), and
 // the keep-alive period resolved and checked against the ttl.
 func ApplyAcquire[O AcquireOption](c *Config, ttl time.Duration, opts []O) (Acquire, error) {
+	if len(opts) == 0 {
+		// Without options a stays on the stack (an option's call takes
+		// its address), and there is nothing to resolve: no keep-alive.
+		return Acquire{Invalid: c.Invalid}, nil
+	}
 	a := Acquire{Invalid: c.Invalid}
 	for i, o := range opts {
 		if o == nil {

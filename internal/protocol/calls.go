@@ -111,12 +111,15 @@ func (t Try) call(k Keys) call {
 		if t.Attempt != 0 {
 			a = t.Attempt.String()
 		}
-		return call{acquireFair, k.fair(), append([]any{t.Holder, ms(t.TTL)},
-			append(t.Counter.args(), ms(TicketTTL), a)...)}
+		args := t.Counter.appendArgs(append(make([]any, 0, 6), t.Holder, ms(t.TTL)))
+		return call{acquireFair, k.fair(), append(args, ticketTTLArg, a)}
 	}
-	return call{acquire, k.lockCounter(), append([]any{t.Holder, ms(t.TTL)},
-		append(t.Counter.args(), flag(!t.Unfenced))...)}
+	args := t.Counter.appendArgs(append(make([]any, 0, 5), t.Holder, ms(t.TTL)))
+	return call{acquire, k.lockCounter(), append(args, flag(!t.Unfenced))}
 }
+
+// ticketTTLArg is ms(TicketTTL) as a script argument, boxed once.
+var ticketTTLArg any = ms(TicketTTL)
 
 // Acquire runs one try.
 func Acquire(ctx context.Context, c redis.Scripter, k Keys, t Try) (TryResult, error) {
@@ -233,8 +236,8 @@ type Release struct {
 // message, an unfair one with a plain wake-up. It reports whether it did.
 func Unlock(ctx context.Context, c redis.Scripter, k Keys, r Release) (bool, error) {
 	if r.Fair {
-		return run(ctx, releaseFair, c, k.fair(), append([]any{r.Holder, k.Channel},
-			append(r.Counter.args(), r.PubSub.spublish())...)...)
+		args := r.Counter.appendArgs(append(make([]any, 0, 5), r.Holder, k.Channel))
+		return run(ctx, releaseFair, c, k.fair(), append(args, r.PubSub.spublish())...)
 	}
 	return run(ctx, release, c, []string{k.Lock}, r.Holder, k.Channel, r.PubSub.spublish())
 }
@@ -252,8 +255,8 @@ func Leave(ctx context.Context, c redis.Scripter, k Keys, r Release, passOn bool
 		}
 		return Unlock(ctx, c, k, r)
 	}
-	return run(ctx, leave, c, k.fair(), append([]any{r.Holder, k.Channel},
-		append(r.Counter.args(), r.PubSub.spublish(), flag(passOn))...)...)
+	args := r.Counter.appendArgs(append(make([]any, 0, 6), r.Holder, k.Channel))
+	return run(ctx, leave, c, k.fair(), append(args, r.PubSub.spublish(), flag(passOn))...)
 }
 
 func run(ctx context.Context, s *redis.Script, c redis.Scripter, keys []string, args ...any) (bool, error) {

@@ -18,5 +18,6 @@ type Counter struct {
 	ClockFloor bool
 }
 
-// args are the counter's script arguments: ttl ms, clock floor.
-func (c Counter) args() []any { return []any{ms(c.TTL), flag(c.ClockFloor)} }
+// appendArgs appends the counter's script arguments to a: ttl ms, clock
+// floor. The callers size a for all their arguments: one allocation.
+func (c Counter) appendArgs(a []any) []any { return append(a, ms(c.TTL), flag(c.ClockFloor)) }
