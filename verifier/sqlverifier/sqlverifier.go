@@ -60,8 +60,13 @@ func WithTable(parts ...string) Option { return Option(kind.WithTable(parts...))
 // MariaDB or PostgreSQL. It keeps each resource's high-water (and the lock
 // the resource belongs to) in a table (see package migrations) and checks
 // tokens with a guard that runs in the caller's transaction, next to the
-// data it protects. It is safe for concurrent use; on a *sql.Conn, calls
-// take turns on its one session. On MySQL it keeps its guard's statement
+// data it protects. It is safe for concurrent use. On a *sql.Conn its
+// calls take turns on the one session, each from its first statement to
+// its commit or rollback (WithTx's fn included: fn must not call the
+// verifier's other methods, which would wait for it; Guard with fn's
+// transaction is fine); your own statements and transactions on that Conn
+// are not in the turns, so do not run them while the verifier is in use.
+// On MySQL it keeps its guard's statement
 // prepared on its DB (*sql.DB or *sql.Conn), once per connection that ran
 // it; [Verifier.Close] releases it. Make one Verifier per DB and table,
 // and share it.
@@ -74,6 +79,7 @@ type Verifier struct {
 	sql   statements
 	rows  known     // MySQL: resources whose row exists
 	fast  *prepared // MySQL: the guard's fast path, prepared; nil if db cannot
+	turn  turn      // on a *sql.Conn, the calls' turns on its session
 }
 
 var (
@@ -114,7 +120,7 @@ func New(db DB, dialect Dialect, opts ...Option) (*Verifier, error) {
 		quoted[i] = f.quoteIdent(p)
 	}
 	table := strings.Join(quoted, ".")
-	v := &Verifier{base: kind.Base(f.name, c), db: db, d: dialect, f: f, table: table, sql: f.statements(dialect, table)}
+	v := &Verifier{base: kind.Base(f.name, c), db: db, d: dialect, f: f, table: table, sql: f.statements(dialect, table), turn: newTurn(db)}
 	if f.rowFirst {
 		v.fast = newPrepared(db, v.sql.update)
 		if v.fast != nil {
@@ -201,6 +207,13 @@ func (v *Verifier) Guard(ctx context.Context, q Querier, resource string, tok fe
 	return kind.Check(ctx, v.b(), resource, tok, func(c scaffold.Claim) error {
 		if isnil.Nil(q) {
 			return invalid("Guard: nil Querier")
+		}
+		if c, ok := q.(*sql.Conn); ok && v.turn != nil && c == v.db.(*sql.Conn) {
+			release, err := v.turn.take(ctx)
+			if err != nil {
+				return err
+			}
+			defer release()
 		}
 		return v.guard(ctx, q, c, false)
 	})
@@ -299,6 +312,11 @@ func (v *Verifier) Highest(ctx context.Context, resource string) (seq uint64, ho
 	if err := verifier.ValidateResource(resource); err != nil {
 		return 0, "", err
 	}
+	release, err := v.turn.take(ctx)
+	if err != nil {
+		return 0, "", err
+	}
+	defer release()
 	var s int64
 	var lock string
 	err = v.db.QueryRowContext(ctx, v.sql.highest, resource).Scan(&s, &holder, &lock)

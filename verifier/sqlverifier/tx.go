@@ -42,17 +42,20 @@ func (v *Verifier) WithTx(ctx context.Context, resource string, tok fence.Token,
 // inTx begins, guards, runs fn (if not nil) and commits.
 func (v *Verifier) inTx(ctx context.Context, c scaffold.Claim, fn func(tx *sql.Tx) error) error {
 	resource := c.Resource()
+	release, err := v.turn.take(ctx)
+	if err != nil {
+		return err
+	}
+	defer release()
 	if err := v.ensureRow(ctx, resource); err != nil {
 		return err
 	}
 	v.fast.prepare(ctx) // before the transaction holds a connection
-	tx, err := v.db.BeginTx(ctx, nil)
+	tx, rollback, err := v.begin(ctx)
 	if err != nil {
-		return fmt.Errorf("sqlverifier: begin: %w", err)
+		return err
 	}
-	// After a commit this is a no-op (sql.ErrTxDone). When ctx ends first,
-	// database/sql rolls back by itself.
-	defer tx.Rollback()
+	defer rollback() // a no-op after the commit
 	if err := v.guard(ctx, tx, c, true); err != nil {
 		return err
 	}
@@ -127,15 +130,20 @@ func (v *Verifier) Move(ctx context.Context, resource, from, to string) error {
 	// MySQL it is created beforehand, committed (see ensureRow; forgotten
 	// first, since a Move is rare and the row may have been deleted); on
 	// PostgreSQL in the transaction.
+	release, err := v.turn.take(ctx)
+	if err != nil {
+		return err
+	}
+	defer release()
 	v.rows.del(resource)
 	if err := v.ensureRow(ctx, resource); err != nil {
 		return err
 	}
-	tx, err := v.db.BeginTx(ctx, nil)
+	tx, rollback, err := v.begin(ctx)
 	if err != nil {
-		return fmt.Errorf("sqlverifier: begin: %w", err)
+		return err
 	}
-	defer tx.Rollback()
+	defer rollback()
 	if !v.f.rowFirst {
 		if _, err := tx.ExecContext(ctx, v.sql.ensure, resource); err != nil {
 			return fmt.Errorf("sqlverifier: move %q: %w", resource, err)
