@@ -58,4 +58,17 @@
 //     verifiertest.
 //
 // A verifier only helps if every writer of the resource goes through it.
+//
+// # A token is not a credential
+//
+// A verifier trusts its callers: it checks a token's order, not who sent
+// it. Anyone who can reach it can present a made-up token, and one with
+// Seq fence.MaxSeq locks every real holder of the resource out for good
+// (no counter can pass it; heal cannot help). A bug can do the same, with
+// a token of another deployment. So put it where only your own services
+// reach it: authenticate the caller (mTLS, a service token, the database's
+// own users) before a token is read, and take tokens only from your own
+// lease holders, never from end users. If a high-water was poisoned
+// anyway, an operator sets it back with [Resetter] (every fencelock
+// verifier has Reset; the command: fencelock reset-highwater).
 package verifier

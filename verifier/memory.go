@@ -36,6 +36,7 @@ type Memory struct {
 var (
 	_ Verifier = (*Memory)(nil)
 	_ Mover    = (*Memory)(nil)
+	_ Resetter = (*Memory)(nil)
 )
 
 // NewMemory returns an empty in-memory verifier.
@@ -143,6 +144,33 @@ func (m *Memory) Move(ctx context.Context, resource, from, to string) error {
 		m.high = make(map[string]fence.Token)
 	}
 	m.high[resource] = fence.Token{Key: to}
+	return nil
+}
+
+// Reset sets resource's high-water to to and binds it to lock to.Key,
+// whatever they were; see [Resetter] for which token to give. It waits for
+// a Claim or Do in progress on resource until ctx ends.
+func (m *Memory) Reset(ctx context.Context, resource string, to fence.Token) error {
+	switch {
+	case m == nil:
+		return fmt.Errorf("%w: nil *Memory", ErrInvalid)
+	case ctx == nil:
+		return fmt.Errorf("%w: nil context", ErrInvalid)
+	}
+	if err := ValidateReset(resource, to); err != nil {
+		return err
+	}
+	unlock, err := m.locks.lock(ctx, resource)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.high == nil {
+		m.high = make(map[string]fence.Token)
+	}
+	m.high[resource] = to
 	return nil
 }
 

@@ -29,7 +29,12 @@ import (
 // of entries) together with its high-water, so that one atomic rename
 // writes both. An flock on a side file serialises the writers of one
 // resource, across processes.
-type fileStore struct{ dir string }
+type fileStore struct {
+	dir string
+	// broken, in the kit's self-test only, names how Reset is broken:
+	// "noop" changes nothing, "raise" only raises the high-water.
+	broken string
+}
 
 type fileRecord struct {
 	Resource string   `json:"resource"`
@@ -42,6 +47,7 @@ type fileRecord struct {
 var (
 	_ verifier.Verifier = fileStore{}
 	_ verifier.Mover    = fileStore{}
+	_ verifier.Resetter = fileStore{}
 )
 
 func (s fileStore) path(resource string) string {
@@ -182,10 +188,31 @@ func (s fileStore) Move(ctx context.Context, resource, from, to string) error {
 	})
 }
 
+// Reset sets the resource's high-water and lock to to's, whatever they were.
+func (s fileStore) Reset(ctx context.Context, resource string, to fence.Token) error {
+	if err := verifier.ValidateReset(resource, to); err != nil {
+		return err
+	}
+	return s.locked(ctx, resource, func(rec *fileRecord) (bool, error) {
+		switch {
+		case s.broken == "noop":
+			return false, nil
+		case s.broken == "raise" && to.Seq < rec.Seq:
+			return false, nil
+		}
+		rec.Lock, rec.Seq, rec.Holder = to.Key, to.Seq, to.Holder
+		return true, nil
+	})
+}
+
 func TestFileStoreConformance(t *testing.T) {
-	s := fileStore{dir: t.TempDir()}
+	verifiertest.Run(t, fileHarness(fileStore{dir: t.TempDir()}))
+}
+
+// fileHarness adapts s to the kit.
+func fileHarness(s fileStore) verifiertest.Harness {
 	errDiskFull := errors.New("disk full")
-	verifiertest.Run(t, verifiertest.Harness{
+	return verifiertest.Harness{
 		V: s,
 		Highest: func(ctx context.Context, resource string) (uint64, string, error) {
 			rec, err := s.read(resource)
@@ -218,5 +245,5 @@ func TestFileStoreConformance(t *testing.T) {
 				return false, errDiskFull
 			})
 		},
-	})
+	}
 }

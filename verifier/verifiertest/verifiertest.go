@@ -8,9 +8,10 @@
 //
 // It checks the acceptance rule, the conflict rule, one lock per resource,
 // claim before read, moving a resource to another lock, malformed input and
-// hostile names, 32 concurrent writers, and a failed write that must not
-// raise the high-water. To prove a verifier of your own, adapt it with a
-// [Harness] in a test, as above, and call [Run].
+// hostile names, 32 concurrent writers, a failed write that must not
+// raise the high-water, and the reset of a poisoned high-water (the
+// verifier must be a verifier.Resetter). To prove a verifier of your own,
+// adapt it with a [Harness] in a test, as above, and call [Run].
 //
 // Every test uses resource names of its own (see [Resource]), so the
 // harness may share one store across them. The kit imports testify.
@@ -62,6 +63,7 @@ func Run(t *testing.T, h Harness) {
 	t.Run("HostileNames", func(t *testing.T) { HostileNames(t, h) })
 	t.Run("Concurrent", func(t *testing.T) { Concurrent(t, h, 32, 16) })
 	t.Run("FailedWrite", func(t *testing.T) { FailedWrite(t, h) })
+	t.Run("Reset", func(t *testing.T) { Reset(t, h) })
 }
 
 func requireHarness(t *testing.T, h Harness) {
