@@ -46,6 +46,13 @@ const (
 	rowMove = `UPDATE items SET fence_seq = 0, fence_holder = '', fence_lock = $3
 		WHERE id = $1 AND (fence_lock IS NULL OR fence_lock = $2)`
 
+	// rowReset sets the row's high-water and lock to $2, $3 and $4,
+	// whatever they were (the way back from a poisoned high-water).
+	rowReset = `INSERT INTO items (id, fence_seq, fence_holder, fence_lock) VALUES ($1, $2, $3, $4)
+		ON CONFLICT (id) DO UPDATE SET fence_seq = excluded.fence_seq,
+		    fence_holder = excluded.fence_holder, fence_lock = excluded.fence_lock
+		RETURNING fence_seq`
+
 	rowHighest = `SELECT fence_seq, fence_holder, coalesce(fence_lock, '') FROM items WHERE id = $1`
 )
 
@@ -127,6 +134,17 @@ func (p perRow) Move(ctx context.Context, resource, from, to string) error {
 		return &verifier.ForeignError{Resource: resource, Token: fence.Token{Key: from}, Lock: lock}
 	}
 	return tx.Commit(ctx)
+}
+
+func (p perRow) Reset(ctx context.Context, resource string, to fence.Token) error {
+	if ctx == nil {
+		return fmt.Errorf("%w: nil context", verifier.ErrInvalid)
+	}
+	if err := verifier.ValidateReset(resource, to); err != nil {
+		return err
+	}
+	var seq int64
+	return p.db.QueryRow(ctx, rowReset, resource, int64(to.Seq), to.Holder, to.Key).Scan(&seq)
 }
 
 func TestPerRowFence(t *testing.T) {

@@ -74,11 +74,13 @@ type Verifier struct {
 	guardSQL   string
 	highestSQL string
 	moveSQL    string
+	resetSQL   string
 }
 
 var (
 	_ verifier.Verifier = (*Verifier)(nil)
 	_ verifier.Mover    = (*Verifier)(nil)
+	_ verifier.Resetter = (*Verifier)(nil)
 )
 
 // identPart matches a valid part of a table name: PostgreSQL truncates
@@ -109,6 +111,7 @@ func New(db DB, opts ...Option) (*Verifier, error) {
 		guardSQL:   scaffold.PostgresGuard(table),
 		highestSQL: scaffold.PostgresHighest(table),
 		moveSQL:    strings.ReplaceAll(moveSQL, "{{table}}", table),
+		resetSQL:   scaffold.PostgresReset(table),
 	}, nil
 }
 
@@ -213,6 +216,24 @@ func (v *Verifier) Move(ctx context.Context, resource, from, to string) error {
 			return fmt.Errorf("pgverifier: move %q refused: the row changed while its refusal was read; try again", resource)
 		}
 	}
+}
+
+// Reset sets resource's high-water to to and binds it to lock to.Key,
+// whatever they were; see [verifier.Resetter] for which token to give. It
+// is one statement on the verifier's DB; it waits for a transaction that
+// holds the resource's row.
+func (v *Verifier) Reset(ctx context.Context, resource string, to fence.Token) error {
+	if err := kind.Usable(ctx, v.b()); err != nil {
+		return err
+	}
+	if err := verifier.ValidateReset(resource, to); err != nil {
+		return err
+	}
+	var seq int64
+	if err := v.db.QueryRow(ctx, v.resetSQL, scaffold.ResetArgs(resource, to)...).Scan(&seq); err != nil {
+		return fmt.Errorf("pgverifier: reset %q: %w", resource, err)
+	}
+	return nil
 }
 
 // maxMoveAttempts bounds the tries of a Move whose refusal could not be

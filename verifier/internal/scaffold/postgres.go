@@ -3,6 +3,8 @@ package scaffold
 import (
 	_ "embed"
 	"strings"
+
+	"github.com/fencelock/fencelock/fence"
 )
 
 var (
@@ -10,6 +12,8 @@ var (
 	postgresGuard string
 	//go:embed postgres/highest.sql
 	postgresHighest string
+	//go:embed postgres/reset.sql
+	postgresReset string
 )
 
 // PostgresGuard returns the PostgreSQL guard statement on table (quoted):
@@ -23,6 +27,17 @@ func PostgresGuard(table string) string { return strings.ReplaceAll(postgresGuar
 // explains a refused guard ([Row]) and answers Highest.
 func PostgresHighest(table string) string {
 	return strings.ReplaceAll(postgresHighest, "{{table}}", table)
+}
+
+// PostgresReset returns the PostgreSQL reset of one resource's row on
+// table (quoted): $1 resource, $2 seq, $3 holder, $4 lock. pgverifier and
+// sqlverifier's Postgres dialect both run it.
+func PostgresReset(table string) string { return strings.ReplaceAll(postgresReset, "{{table}}", table) }
+
+// ResetArgs are the reset's parameters, in the order of PostgresReset (and
+// of sqlverifier's MySQL reset).
+func ResetArgs(resource string, to fence.Token) []any {
+	return []any{resource, int64(to.Seq), to.Holder, to.Key}
 }
 
 // GuardArgs are the guard's parameters for c, in the order of
