@@ -29,10 +29,13 @@ var (
 	highestSrc string
 	//go:embed move.lua
 	moveSrc string
+	//go:embed reset.lua
+	resetSrc string
 
 	fencedScript  = redis.NewScript(checkSrc + "\n" + fencedSrc)
 	highestScript = redis.NewScript(highestSrc)
 	moveScript    = redis.NewScript(moveSrc)
+	resetScript   = redis.NewScript(resetSrc)
 )
 
 // DefaultPrefix is the prefix of high-water keys unless [WithPrefix] says
@@ -79,6 +82,7 @@ type Verifier struct {
 var (
 	_ verifier.Verifier = (*Verifier)(nil)
 	_ verifier.Mover    = (*Verifier)(nil)
+	_ verifier.Resetter = (*Verifier)(nil)
 )
 
 // New returns a verifier that runs its scripts on rdb (a *redis.Client,
@@ -214,6 +218,23 @@ func (v *Verifier) Move(ctx context.Context, resource, from, to string) error {
 	}
 	lock, _ := reply[len(reply)-1].(string)
 	return &verifier.ForeignError{Resource: resource, Token: fence.Token{Key: from}, Lock: lock}
+}
+
+// Reset sets resource's high-water to to and binds it to lock to.Key,
+// whatever they were; see [verifier.Resetter] for which token to give. It
+// is one script.
+func (v *Verifier) Reset(ctx context.Context, resource string, to fence.Token) error {
+	if err := kind.Usable(ctx, v.b()); err != nil {
+		return err
+	}
+	if err := verifier.ValidateReset(resource, to); err != nil {
+		return err
+	}
+	seq := strconv.FormatUint(to.Seq, 10)
+	if err := resetScript.Run(ctx, v.rdb, []string{v.Key(resource)}, seq, to.Holder, to.Key).Err(); err != nil {
+		return fmt.Errorf("redisverifier: reset %q: %w", resource, err)
+	}
+	return nil
 }
 
 // run executes a fenced script: KEYS = [high-water, keys...], ARGV = [seq,
