@@ -22,6 +22,10 @@ import (
 // The zero Memory is ready to use. A Memory must not be copied after first
 // use. Its methods are safe for concurrent use. It keeps one small entry per
 // resource it has accepted a token for and never drops them.
+//
+// Like every verifier it trusts its callers (see "A token is not a
+// credential" in the package documentation); [Memory.Reset] sets a
+// poisoned high-water back.
 type Memory struct {
 	// Hooks, when set before first use, receive every token the verifier
 	// accepts or refuses (verifier "memory"; see package observe).

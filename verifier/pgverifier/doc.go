@@ -70,7 +70,9 @@
 // read-modify-write must compute the new value in the same statement
 // (SET value = value + $5, $5 then the amount) or first run the fenced
 // UPDATE with no change but the fence columns, in the transaction that then
-// reads and writes.
+// reads and writes. To reset a poisoned high-water (see
+// [verifier.Resetter]), set the three fence columns: UPDATE items SET
+// fence_seq = $2, fence_holder = $3, fence_lock = $4 WHERE id = $1.
 //
 // # Round trips, and the fastest pattern
 //
@@ -93,4 +95,11 @@
 // accepted after it. Keep synchronous_commit on for the transactions that
 // guard, and fail over only to a synchronous standby. Like every fencelock
 // verifier, it helps only if every writer of a resource goes through it.
+//
+// # Trust
+//
+// The verifier trusts its callers: a token is not a credential, and a
+// made-up one with Seq fence.MaxSeq locks the resource's real holders out
+// for good. Let only your own services reach it, authenticated (see
+// package verifier). [Verifier.Reset] sets a poisoned high-water back.
 package pgverifier

@@ -33,4 +33,11 @@
 // name and use the same tag in the data keys: resource "{user:42}" with data
 // key "{user:42}:profile" share a slot, and so do the high-water key
 // "fencelock:hw:{user:42}" and the data.
+//
+// # Trust
+//
+// The verifier trusts its callers: a token is not a credential, and a
+// made-up one with Seq fence.MaxSeq locks the resource's real holders out
+// for good. Let only your own services reach it, authenticated (see
+// package verifier). [Verifier.Reset] sets a poisoned high-water back.
 package redisverifier

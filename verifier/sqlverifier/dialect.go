@@ -59,7 +59,7 @@ type flavor struct {
 var flavors = map[Dialect]*flavor{
 	MySQL: {
 		name: observe.VerifierMySQL, quote: "`", maxIdent: 64, length: utf8.RuneCountInString, unit: "64 characters",
-		files:    []string{"guard", "check", "highest", "ensure", "move", "probe", "update"},
+		files:    []string{"guard", "check", "highest", "ensure", "move", "probe", "update", "reset"},
 		more:     func(_ string, st map[string]string) { st["refusal"] = st["check"] }, // a locking read: REPEATABLE READ
 		try:      (*Verifier).tryMySQL,
 		rowFirst: true,
@@ -71,6 +71,7 @@ var flavors = map[Dialect]*flavor{
 			st["guard"] = scaffold.PostgresGuard(table)
 			st["highest"] = scaffold.PostgresHighest(table)
 			st["refusal"] = st["highest"]
+			st["reset"] = scaffold.PostgresReset(table)
 		},
 		try: (*Verifier).tryPostgres,
 	},
@@ -115,6 +116,7 @@ type statements struct {
 	move    string
 	probe   string // MySQL: does the row exist
 	update  string // MySQL: the guard's fast path (see prepared)
+	reset   string
 }
 
 func (f *flavor) statements(d Dialect, table string) statements {
@@ -128,7 +130,7 @@ func (f *flavor) statements(d Dialect, table string) statements {
 	}
 	f.more(table, st)
 	return statements{guard: st["guard"], refusal: st["refusal"], check: st["check"], highest: st["highest"],
-		ensure: st["ensure"], move: st["move"], probe: st["probe"], update: st["update"]}
+		ensure: st["ensure"], move: st["move"], probe: st["probe"], update: st["update"], reset: st["reset"]}
 }
 
 // uncomment drops the comment lines ("--" first on the line) of an embedded

@@ -122,9 +122,11 @@
 // no change but the fence columns in the transaction that then reads and
 // writes. On MySQL create the rows before the transactions that fence
 // them, committed: a row inserted by a transaction that then rolls back
-// makes its waiters deadlock (as for the guard's own row, below). The
-// package's tests run the conformance suite on this pattern, on MariaDB
-// and PostgreSQL.
+// makes its waiters deadlock (as for the guard's own row, below). To
+// reset a poisoned high-water (see [verifier.Resetter]), set the three
+// fence columns: UPDATE items SET fence_seq = ?, fence_holder = ?,
+// fence_lock = ? WHERE id = ?. The package's tests run the conformance
+// suite on this pattern, with that reset, on MariaDB and PostgreSQL.
 //
 // # The guard
 //
@@ -186,4 +188,11 @@
 // synchronous_commit=on (PostgreSQL) for the transactions that guard, and
 // fail over only to replicas that had them. Like every fencelock verifier,
 // it helps only if every writer of a resource goes through it.
+//
+// # Trust
+//
+// The verifier trusts its callers: a token is not a credential, and a
+// made-up one with Seq fence.MaxSeq locks the resource's real holders out
+// for good. Let only your own services reach it, authenticated (see
+// package verifier). [Verifier.Reset] sets a poisoned high-water back.
 package sqlverifier

@@ -40,7 +40,10 @@ const (
 	// perRowRead reads the fence columns, locked (MySQL's REPEATABLE READ
 	// would otherwise read the transaction's snapshot). ? = id.
 	perRowRead = `SELECT fence_seq, fence_holder, coalesce(fence_lock, '') FROM %s WHERE id = ? FOR UPDATE`
-	perRowMove = `UPDATE %s SET fence_seq = 0, fence_holder = '', fence_lock = ? WHERE id = ? AND (fence_lock IS NULL OR fence_lock = ?)`
+	// perRowReset sets the fence columns whatever they were (the way back
+	// from a poisoned high-water). ? = seq, holder, lock, id.
+	perRowReset = `UPDATE %s SET fence_seq = ?, fence_holder = ?, fence_lock = ? WHERE id = ?`
+	perRowMove  = `UPDATE %s SET fence_seq = 0, fence_holder = '', fence_lock = ? WHERE id = ? AND (fence_lock IS NULL OR fence_lock = ?)`
 )
 
 // perRow is a verifier built on the per-row pattern, so that the
@@ -68,6 +71,20 @@ func (p perRow) ensure(ctx context.Context, resource string) error {
 		q = `INSERT INTO %s (id) VALUES (?) ON CONFLICT DO NOTHING`
 	}
 	_, err := p.db.ExecContext(ctx, p.sql(q), resource)
+	return err
+}
+
+func (p perRow) Reset(ctx context.Context, resource string, to fence.Token) error {
+	if ctx == nil {
+		return fmt.Errorf("%w: nil context", verifier.ErrInvalid)
+	}
+	if err := verifier.ValidateReset(resource, to); err != nil {
+		return err
+	}
+	if err := p.ensure(ctx, resource); err != nil {
+		return err
+	}
+	_, err := p.db.ExecContext(ctx, p.sql(perRowReset), int64(to.Seq), to.Holder, to.Key, resource)
 	return err
 }
 
