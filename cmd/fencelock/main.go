@@ -47,6 +47,7 @@ const usageText = `usage:
   fencelock [global flags] inspect [--json] NAME
   fencelock [global flags] advance [--json] NAME SEQ
   fencelock [global flags] doctor [--json] [FLAGS]  check Redis for what loses locks (doctor --help)
+  fencelock [global flags] reset-highwater --verifier URL [--yes] NAME RESOURCE
   fencelock help [COMMAND]
 
 Commands:
@@ -66,7 +67,7 @@ Commands:
              --json      print JSON
   advance  lift the lock's counter to at least SEQ and print the counter afterwards
              --json      print JSON
-  help     print this help (help COMMAND, or COMMAND -h, prints it too)
+` + resetUsage + `  help     print this help (help COMMAND, or COMMAND -h, prints it too)
 
 Global flags (before or after the command name):
   --redis URL    Redis to use; repeatable or comma-separated (default: $REDIS_URL,
@@ -85,7 +86,7 @@ Global flags (before or after the command name):
 Exit status:
   run      the command's exit status when it ran and the lease held (128+N if it
            died of signal N)
-  0        inspect, advance, help succeeded
+  0        inspect, advance, reset-highwater, help succeeded
   1        other errors (Redis unreachable, command not found, ...)
   2        usage error (bad flags or arguments; one line and a hint on stderr)
   3        run: lock held by another holder (not acquired within --wait)
@@ -183,7 +184,7 @@ func fencelock(args []string, stdout, stderr io.Writer) int {
 			return g.usageError("help: want at most one COMMAND, got %d", len(rest)-1)
 		}
 		return g.help()
-	case "run", "inspect", "advance":
+	case "run", "inspect", "advance", "reset-highwater":
 		g.cmd = rest[0]
 	}
 	switch rest[0] {
@@ -195,6 +196,8 @@ func fencelock(args []string, stdout, stderr io.Writer) int {
 		return g.advance(rest[1:])
 	case "doctor":
 		return g.doctor(rest[1:])
+	case "reset-highwater":
+		return g.resetHighWater(rest[1:])
 	}
 	return g.usageError("unknown command %q", rest[0])
 }

@@ -1,0 +1,172 @@
+//go:build unix
+
+package main
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"flag"
+	"fmt"
+	"strings"
+
+	_ "github.com/go-sql-driver/mysql" // the mysql:// verifier store
+	"github.com/jackc/pgx/v5"
+
+	"github.com/fencelock/fencelock/fence"
+	"github.com/fencelock/fencelock/verifier"
+	"github.com/fencelock/fencelock/verifier/pgverifier"
+	"github.com/fencelock/fencelock/verifier/redisverifier"
+	"github.com/fencelock/fencelock/verifier/sqlverifier"
+)
+
+// resetUsage is the reset-highwater part of the help text.
+const resetUsage = `  reset-highwater  set RESOURCE's high-water in a verifier's store back to lock NAME's
+           state, read from Redis now: the holder's token if NAME is held, else its
+           counter with no holder (every older token stays refused, the next
+           acquisition is accepted). The way back from a poisoned high-water (a
+           made-up token, Seq 2^53-1). Prints the change; changes nothing without --yes.
+             --verifier URL  the verifier's store: postgres://..., mysql://DSN
+                             (mysql://app:pw@tcp(db:3306)/app) or redis://...
+             --table T       SQL high-water table, [SCHEMA.]NAME (default fence_tokens)
+             --hw-prefix P   redisverifier key prefix (default "` + redisverifier.DefaultPrefix + `")
+             --yes           make the change
+`
+
+// highWater is what reset-highwater needs of a verifier: every fencelock
+// verifier that keeps its high-water outside the process has both.
+type highWater interface {
+	verifier.Resetter
+	Highest(ctx context.Context, resource string) (uint64, string, error)
+}
+
+// resetHighWater is the reset-highwater command.
+func (g *globals) resetHighWater(args []string) int {
+	fs := g.flagSet("reset-highwater")
+	store := fs.String("verifier", "", "the verifier's store URL")
+	table := fs.String("table", sqlverifier.DefaultTable, "SQL high-water table")
+	hwPrefix := fs.String("hw-prefix", redisverifier.DefaultPrefix, "redisverifier key prefix")
+	yes := fs.Bool("yes", false, "make the change")
+	pos, err := parseArgs(fs, args)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		return g.help()
+	case err != nil:
+		return g.usageError("reset-highwater: %v", err)
+	case len(pos) != 2:
+		return g.usageError("reset-highwater: want NAME RESOURCE, got %d arguments", len(pos))
+	case *store == "":
+		return g.usageError("reset-highwater: --verifier URL is required (the store whose high-water to reset)")
+	}
+	name, resource := pos[0], pos[1]
+	if err := fence.ValidateKey(name); err != nil {
+		return g.usageError("reset-highwater: lock name: %v", err)
+	}
+	if err := verifier.ValidateResource(resource); err != nil {
+		return g.usageError("reset-highwater: resource: %v", err)
+	}
+	b, code := g.backend()
+	if b == nil {
+		return code
+	}
+	bud := newBudget(g.timeout)
+	defer closeBy(b, bud.hard)
+	ctx, cancel := bud.ctx()
+	defer cancel()
+
+	hw, closeStore, err := openStore(ctx, *store, *table, *hwPrefix)
+	var bad *badURLError
+	switch {
+	case errors.As(err, &bad) || errors.Is(err, verifier.ErrInvalid):
+		return g.usageError("reset-highwater: --verifier: %v", err)
+	case err != nil:
+		return g.fail(exitFailure, "reset-highwater: --verifier: %v", g.timedOut(err))
+	}
+	defer closeStore()
+
+	// The lock's state now: the reset must not refuse its live holder,
+	// nor let in any token the lock issued before.
+	v, err := b.inspect(ctx, name)
+	if err = g.timedOut(err); err != nil {
+		return g.fail(exitFailure, "reset-highwater %q: reading the lock: %v", name, err)
+	}
+	to := fence.Token{Key: name, Seq: v.Counter}
+	if v.Held {
+		if to, err = fence.Parse(v.Token); err != nil {
+			return g.fail(exitFailure, "reset-highwater %q: the holder's token %q: %v", name, v.Token, err)
+		}
+	}
+	if to.Seq == 0 {
+		return g.fail(exitFailure, "reset-highwater %q: the lock has no counter on this Redis (never taken, or its counter was lost; is --redis or --prefix wrong?): nothing to reset to", name)
+	}
+	seq, holder, err := hw.Highest(ctx, resource)
+	if err = g.timedOut(err); err != nil {
+		return g.fail(exitFailure, "reset-highwater %q: reading the high-water: %v", resource, err)
+	}
+	fmt.Fprintf(g.stdout, "resource  %s\nlock      %s\n", resource, v.state.fields())
+	fmt.Fprintf(g.stdout, "before    seq=%d holder=%q\n", seq, holder)
+	if seq <= to.Seq {
+		fmt.Fprintf(g.stdout, "after     unchanged: the high-water is not above the lock's state\n")
+		return exitOK
+	}
+	if !*yes {
+		fmt.Fprintf(g.stdout, "after     seq=%d holder=%q lock=%q (not done: add --yes)\n", to.Seq, to.Holder, to.Key)
+		return exitOK
+	}
+	if err := hw.Reset(ctx, resource, to); err != nil {
+		return g.fail(exitFailure, "reset-highwater %q: %v", resource, g.timedOut(err))
+	}
+	fmt.Fprintf(g.stdout, "after     seq=%d holder=%q lock=%q\n", to.Seq, to.Holder, to.Key)
+	return exitOK
+}
+
+// openStore connects to the verifier's store named by raw and returns its
+// verifier and the function that closes the connection.
+func openStore(ctx context.Context, raw, table, hwPrefix string) (highWater, func(), error) {
+	scheme, rest, ok := strings.Cut(raw, "://")
+	if !ok {
+		return nil, nil, &badURLError{fmt.Errorf("%q: no scheme (postgres://, mysql://, redis://)", raw)}
+	}
+	tableParts := strings.SplitN(table, ".", 2)
+	switch scheme {
+	case "postgres", "postgresql":
+		cfg, err := pgx.ParseConfig(raw)
+		if err != nil {
+			return nil, nil, &badURLError{err}
+		}
+		conn, err := pgx.ConnectConfig(ctx, cfg)
+		if err != nil {
+			return nil, nil, err
+		}
+		done := func() { conn.Close(context.WithoutCancel(ctx)) }
+		v, err := pgverifier.New(conn, pgverifier.WithTable(tableParts...))
+		if err != nil {
+			done()
+			return nil, nil, err
+		}
+		return v, done, nil
+	case "mysql":
+		db, err := sql.Open("mysql", rest)
+		if err != nil {
+			return nil, nil, &badURLError{err}
+		}
+		v, err := sqlverifier.New(db, sqlverifier.MySQL, sqlverifier.WithTable(tableParts...))
+		if err != nil {
+			db.Close()
+			return nil, nil, err
+		}
+		return v, func() { v.Close(); db.Close() }, nil
+	case "redis", "rediss", "unix", "redis+cluster", "rediss+cluster", "redis+sentinel", "rediss+sentinel":
+		rdb, err := newRedis(raw, false)
+		if err != nil {
+			return nil, nil, err
+		}
+		v, err := redisverifier.New(rdb, redisverifier.WithPrefix(hwPrefix))
+		if err != nil {
+			rdb.Close()
+			return nil, nil, err
+		}
+		return v, func() { rdb.Close() }, nil
+	}
+	return nil, nil, &badURLError{fmt.Errorf("%q: unknown scheme %q (postgres://, mysql://, redis://)", raw, scheme)}
+}
