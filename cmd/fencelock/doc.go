@@ -15,6 +15,7 @@
 //	fencelock [--redis URL]... [--prefix P] [--timeout D] advance [--json] NAME SEQ
 //	fencelock [--redis URL]... [--prefix P] doctor [--json] [--ttl D] [--drift F] [--replica-ack N]
 //	                                        [--clock-floor] [--name NAME] [--pings N] [--replicas=false]
+//	fencelock [--redis URL]... [--prefix P] [--timeout D] reset-highwater --verifier URL [--table T] [--hw-prefix P] [--yes] NAME RESOURCE
 //	fencelock help [COMMAND]
 //
 // The global flags may also be given after the command name (before NAME).
@@ -92,6 +93,22 @@
 // when a verifier has seen a higher Seq than Redis remembers (after a Redis
 // restart without persistence, a failover or an eviction).
 //
+// # reset-highwater
+//
+// reset-highwater is the way back from a poisoned high-water: a verifier
+// trusts its callers, and a made-up token (Seq 2^53-1) refuses every real
+// holder of a resource for good. It reads lock NAME from Redis and sets
+// RESOURCE's high-water, in the verifier's store (--verifier
+// postgres://..., mysql://DSN or redis://...), to the holder's token if NAME
+// is held, else to its counter with no holder ([verifier.Resetter]): the
+// holder, and the next acquisition, are accepted; every older token, a
+// paused holder's included, stays refused. It prints the high-water before
+// and after, and changes it only with --yes, and only when it is above the
+// lock's state. It refuses a lock with no counter on that Redis (a wrong
+// --redis or --prefix). When the high-water is legitimate and Redis lost the
+// counter, use advance instead: a reset would let tokens Redis issued
+// before it forgot them in again.
+//
 // # doctor
 //
 // doctor checks the Redis deployment for what makes locks vanish or tokens
@@ -158,7 +175,7 @@
 //
 //	0..255  run: the command's own exit status when it ran and the lease held
 //	        (128+N when the command died of signal N)
-//	0       inspect, advance, help: success; doctor: no danger finding
+//	0       inspect, advance, reset-highwater, help: success; doctor: no danger finding
 //	1       other errors: Redis unreachable, command not found, ...
 //	2       usage error: bad flags or arguments (one line and a hint on stderr)
 //	3       run: the lock is held by another holder (it was not free within --wait)

@@ -22,6 +22,7 @@ import (
 	"github.com/fencelock/fencelock/verifier"
 	"github.com/fencelock/fencelock/verifier/pgverifier"
 	"github.com/fencelock/fencelock/verifier/redisverifier"
+	"github.com/fencelock/fencelock/verifier/sqlverifier"
 )
 
 // store is a verifier the test checks the command against, with the
@@ -39,7 +40,7 @@ type store struct {
 // held, to the holder's token (the holder writes again, older tokens stay
 // out); once it is free, to its counter with no holder (the last token is
 // refused, the next acquisition's accepted). Without --yes nothing
-// changes. On a redisverifier store and a PostgreSQL one.
+// changes. On a redisverifier store, a PostgreSQL one and a MariaDB one.
 func TestResetHighWater(t *testing.T) {
 	ctx := t.Context()
 	rdb := redis.NewClient(&redis.Options{Addr: strings.TrimSuffix(strings.TrimPrefix(redisURL, "redis://"), "/0")})
@@ -61,7 +62,19 @@ func TestResetHighWater(t *testing.T) {
 	pv, err := pgverifier.New(conn)
 	require.NoError(t, err)
 
-	for name, s := range map[string]store{"redis": {redisURL, rv}, "postgres": {pg.DSN(), pv}} {
+	maria, err := testenv.StartMariaDB(ctx)
+	require.NoError(t, err)
+	t.Cleanup(func() { maria.Close() })
+	mdb, err := sql.Open("mysql", maria.DSN())
+	require.NoError(t, err)
+	t.Cleanup(func() { mdb.Close() })
+	_, err = migrations.ApplySQL(ctx, mdb, migrations.MySQL)
+	require.NoError(t, err)
+	mv, err := sqlverifier.New(mdb, sqlverifier.MySQL)
+	require.NoError(t, err)
+
+	stores := map[string]store{"redis": {redisURL, rv}, "postgres": {pg.DSN(), pv}, "mysql": {"mysql://" + maria.DSN(), mv}}
+	for name, s := range stores {
 		t.Run(name, func(t *testing.T) {
 			lock, res := lockName(t), "accounts/"+lockName(t)
 			requireHigh := func(seq uint64, holder string) {
