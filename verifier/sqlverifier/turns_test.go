@@ -1,6 +1,7 @@
 package sqlverifier_test
 
 import (
+	"context"
 	"database/sql"
 	"errors"
 	"fmt"
@@ -111,5 +112,55 @@ func TestConnTakesTurns(t *testing.T) {
 		}
 		requireHighest(t, v, shared, uint64(rounds*goroutines), "h"+strconv.Itoa(goroutines-1))
 		require.NoError(t, c.PingContext(ctx), "the session is still usable")
+	})
+}
+
+// TestConnCancelInTurn: a WithTx whose context ends inside fn, while
+// other calls wait for their turn on the same *sql.Conn, rolls back its
+// own transaction before the next call begins: its write is gone, the
+// waiting calls succeed, and the session stays usable.
+func TestConnCancelInTurn(t *testing.T) {
+	each(t, func(t *testing.T, tg target) {
+		ctx := t.Context()
+		db := tg.open(t)
+		counts := tg.ident("cancel_" + tg.name)
+		_, err := db.ExecContext(ctx, `DROP TABLE IF EXISTS `+counts)
+		require.NoError(t, err)
+		_, err = db.ExecContext(ctx, `CREATE TABLE `+counts+` (id VARCHAR(200) PRIMARY KEY, n BIGINT NOT NULL)`)
+		require.NoError(t, err)
+		res := verifiertest.Resource(t, "r")
+		_, err = db.ExecContext(ctx, tg.q(`INSERT INTO `+counts+` VALUES (?, 0)`), res)
+		require.NoError(t, err)
+
+		c := tg.conn(t)
+		v := tg.verifier(t, c)
+		inFn := make(chan struct{})
+		cctx, cancel := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() {
+			done <- v.WithTx(cctx, res, verifiertest.Tok(1, "a"), func(tx *sql.Tx) error {
+				if _, err := tx.ExecContext(ctx, tg.q(`UPDATE `+counts+` SET n = 100 WHERE id = ?`), res); err != nil {
+					return err
+				}
+				close(inFn)
+				<-cctx.Done()
+				return cctx.Err()
+			})
+		}()
+		<-inFn
+		waiting := make(chan error, 1)
+		go func() {
+			_, err := v.Exec(ctx, res, verifiertest.Tok(2, "b"), tg.q(`UPDATE `+counts+` SET n = n + 1 WHERE id = ?`), res)
+			waiting <- err
+		}()
+		cancel()
+		require.ErrorIs(t, <-done, context.Canceled)
+		require.NoError(t, <-waiting, "the waiting call runs once the cancelled one rolled back")
+
+		var n int64
+		require.NoError(t, db.QueryRowContext(ctx, tg.q(`SELECT n FROM `+counts+` WHERE id = ?`), res).Scan(&n))
+		assert.Equal(t, int64(1), n, "the cancelled write rolled back; the next one landed")
+		requireHighest(t, v, res, 2, "b")
+		require.NoError(t, v.Claim(ctx, res, verifiertest.Tok(3, "c")), "the session is still usable")
 	})
 }
