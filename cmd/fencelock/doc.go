@@ -96,8 +96,8 @@
 // # reset-highwater
 //
 // reset-highwater is the way back from a poisoned high-water: a verifier
-// trusts its callers, and a made-up token (Seq 2^53-1) refuses every real
-// holder of a resource for good. It reads lock NAME from Redis and sets
+// trusts its callers, and a made-up token with the largest Seq (2^53-1)
+// refuses every real holder of a resource for good. It reads lock NAME from Redis and sets
 // RESOURCE's high-water, in the verifier's store (--verifier
 // postgres://..., mysql://DSN or redis://...), to the holder's token if NAME
 // is held, else to its counter with no holder ([verifier.Resetter]): the

@@ -25,7 +25,8 @@ const resetUsage = `  reset-highwater  set RESOURCE's high-water in a verifier's
            state, read from Redis now: the holder's token if NAME is held, else its
            counter with no holder (every older token stays refused, the next
            acquisition is accepted). The way back from a poisoned high-water (a
-           made-up token, Seq 2^53-1). Prints the change; changes nothing without --yes.
+           made-up token with the largest Seq, 2^53-1). Prints the change; changes
+           nothing without --yes, nor when the high-water is not above the lock's.
              --verifier URL  the verifier's store: postgres://..., mysql://DSN
                              (mysql://app:pw@tcp(db:3306)/app) or redis://...
              --table T       SQL high-water table, [SCHEMA.]NAME (default fence_tokens)
