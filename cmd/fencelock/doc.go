@@ -97,8 +97,8 @@
 //
 // reset-highwater is the way back from a poisoned high-water: a verifier
 // trusts its callers, and a made-up token with the largest Seq (2^53-1)
-// refuses every real holder of a resource for good. It reads lock NAME from Redis and sets
-// RESOURCE's high-water, in the verifier's store (--verifier
+// refuses every real holder of a resource for good. It reads lock NAME from
+// Redis and sets RESOURCE's high-water, in the verifier's store (--verifier
 // postgres://..., mysql://DSN or redis://...), to the holder's token if NAME
 // is held, else to its counter with no holder ([verifier.Resetter]): the
 // holder, and the next acquisition, are accepted; every older token, a
@@ -106,8 +106,8 @@
 // and after, and changes it only with --yes, and only when it is above the
 // lock's state. It refuses a lock with no counter on that Redis (a wrong
 // --redis or --prefix). When the high-water is legitimate and Redis lost the
-// counter, use advance instead: a reset would let tokens Redis issued
-// before it forgot them in again.
+// counter, use advance instead: a reset would let tokens Redis issued before
+// it forgot them in again.
 //
 // # doctor
 //
