@@ -69,17 +69,21 @@ func (e oneLine) Error() string { return strings.ReplaceAll(e.err.Error(), "\n",
 func (e oneLine) Unwrap() error { return e.err }
 
 // Redislock is the old lock as bsm/redislock takes it: c.Obtain with ttl
-// and opt (opt's RetryStrategy applies; nil means one try, redislock's
-// default). The lock is valid until the start of Obtain plus ttl:
-// redislock has no drift allowance, and none is added here.
-func Redislock(c *redislock.Client, ttl time.Duration, opt *redislock.Options) Old {
+// and the options opt returns, retried as opt's RetryStrategy says (nil
+// opt: one try, redislock's default), and without a ctx deadline for at
+// most ttl, as redislock does. opt is called for each acquire, because
+// redislock's retry strategies count their tries (a LimitRetry shared by
+// two acquires would be spent). The retries run here, one Obtain per try,
+// so that the lock's validity counts from the try that took it: that try's
+// start plus ttl (redislock has no drift allowance, and none is added).
+func Redislock(c *redislock.Client, ttl time.Duration, opt func() *redislock.Options) Old {
 	return redislockOld{c: c, ttl: ttl, opt: opt}
 }
 
 type redislockOld struct {
 	c   *redislock.Client
 	ttl time.Duration
-	opt *redislock.Options
+	opt func() *redislock.Options
 }
 
 func (o redislockOld) Lock(ctx context.Context, name string) (OldLock, error) {
@@ -89,12 +93,40 @@ func (o redislockOld) Lock(ctx context.Context, name string) (OldLock, error) {
 	if o.ttl <= 0 {
 		return nil, fmt.Errorf("%w: redislock ttl %v, want > 0", ErrInvalid, o.ttl)
 	}
-	start := time.Now()
-	l, err := o.c.Obtain(ctx, name, o.ttl, o.opt)
-	if err != nil {
-		return nil, err
+	var try redislock.Options
+	if o.opt != nil {
+		if opt := o.opt(); opt != nil {
+			try = *opt
+		}
 	}
-	return redislockLock{l: l, until: start.Add(o.ttl)}, nil
+	retry := try.RetryStrategy
+	if retry == nil {
+		retry = redislock.NoRetry()
+	}
+	try.RetryStrategy = redislock.NoRetry()
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, o.ttl)
+		defer cancel()
+	}
+	for {
+		start := time.Now()
+		l, err := o.c.Obtain(ctx, name, o.ttl, &try)
+		if err == nil {
+			return redislockLock{l: l, until: start.Add(o.ttl)}, nil
+		}
+		backoff := retry.NextBackoff()
+		if !errors.Is(err, redislock.ErrNotObtained) || backoff < 1 {
+			return nil, err
+		}
+		t := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, fmt.Errorf("%w: %w", err, ctx.Err())
+		case <-t.C:
+		}
+	}
 }
 
 type redislockLock struct {
