@@ -12,7 +12,8 @@ import (
 )
 
 var (
-	// ErrInvalid is returned (wrapped) for a nil argument.
+	// ErrInvalid is returned (wrapped), before any I/O, for a nil argument,
+	// a lock name that fencelock refuses, or a ttl below 1ms.
 	ErrInvalid = errors.New("fencebridge: invalid argument")
 	// ErrNotAcquired is returned (wrapped, with the cause) when the old
 	// lock or fencelock's could not be taken, or the old one ran out
@@ -61,6 +62,14 @@ func New(old Old, locks *lease.Client) (*Bridge, error) {
 func (b *Bridge) Acquire(ctx context.Context, name string, ttl time.Duration) (*Lock, error) {
 	if ctx == nil {
 		return nil, fmt.Errorf("%w: nil context", ErrInvalid)
+	}
+	// Checked before the old lock is taken: fencelock would refuse them
+	// after it.
+	if err := fence.ValidateKey(name); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	if ttl < time.Millisecond {
+		return nil, fmt.Errorf("%w: ttl %v, want at least 1ms", ErrInvalid, ttl)
 	}
 	old, err := b.old.Lock(ctx, name)
 	if err != nil {

@@ -51,6 +51,28 @@ func TestNewRejectsNil(t *testing.T) {
 	assert.ErrorIs(t, l.Release(t.Context()), fencebridge.ErrInvalid)
 }
 
+// TestBadInputTakesNothing: a name or ttl that fencelock refuses is
+// refused before the old lock is taken.
+func TestBadInputTakesNothing(t *testing.T) {
+	rdb, locks := setup(t)
+	b, err := fencebridge.New(fencebridge.Redsync(redsync.New(goredis.NewPool(rdb))), locks)
+	require.NoError(t, err)
+	for name, ttl := range map[string]time.Duration{"user:{42}": time.Second, "": time.Second, "ok": time.Microsecond} {
+		_, err := b.Acquire(t.Context(), name, ttl)
+		require.ErrorIs(t, err, fencebridge.ErrInvalid, "%q %v", name, ttl)
+		n, err := rdb.DBSize(t.Context()).Result()
+		require.NoError(t, err)
+		assert.Zero(t, n, "no key written for %q %v", name, ttl)
+	}
+	var nilCtx context.Context
+	_, err = b.Acquire(nilCtx, "ok", time.Second)
+	assert.ErrorIs(t, err, fencebridge.ErrInvalid)
+	l, err := b.Acquire(t.Context(), "ok", time.Second)
+	require.NoError(t, err)
+	assert.ErrorIs(t, l.Release(nilCtx), fencebridge.ErrInvalid)
+	require.NoError(t, l.Release(t.Context()))
+}
+
 // TestReleaseFreesBoth: a bridge lock holds the old key and fencelock's,
 // and its release frees both.
 func TestReleaseFreesBoth(t *testing.T) {
