@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -73,13 +74,13 @@ func (b *Bridge) Acquire(ctx context.Context, name string, ttl time.Duration) (*
 	}
 	old, err := b.old.Lock(ctx, name)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %q: the old lock: %w", ErrNotAcquired, name, err)
+		return nil, fmt.Errorf("%w: %q: the old lock: %w", ErrNotAcquired, name, oneLine{err})
 	}
 	wait, cancel := context.WithDeadline(ctx, old.Until())
 	l, err := b.locks.Acquire(wait, name, ttl)
 	cancel()
 	if err != nil {
-		return nil, fmt.Errorf("%w: %q: fencelock's lock: %w%s", ErrNotAcquired, name, err, unlock(ctx, old))
+		return nil, fmt.Errorf("%w: %q: fencelock's lock: %w%s", ErrNotAcquired, name, oneLine{err}, unlock(ctx, old))
 	}
 	lk := &Lock{lease: l, old: old}
 	if !time.Now().Before(lk.Deadline()) {
@@ -107,8 +108,17 @@ func also(what string, err error) string {
 	if err == nil {
 		return ""
 	}
-	return fmt.Sprintf(" (%s failed too: %v)", what, err)
+	return fmt.Sprintf(" (%s failed too: %v)", what, oneLine{err})
 }
+
+// oneLine is err with its message on one line: redsync and fencelock's
+// redlock join their nodes' errors with errors.Join, one per line, which
+// breaks a log line. The parts stay reachable with errors.Is and
+// errors.As.
+type oneLine struct{ err error }
+
+func (e oneLine) Error() string { return strings.ReplaceAll(e.err.Error(), "\n", "; ") }
+func (e oneLine) Unwrap() error { return e.err }
 
 // Lock is a lock held through a Bridge: the old library's and fencelock's.
 type Lock struct {
@@ -158,9 +168,9 @@ func (l *Lock) release(ctx context.Context) error {
 	oerr := l.old.Unlock(ctx)
 	switch {
 	case lerr != nil && oerr != nil:
-		return fmt.Errorf("fencebridge: release: %w; the old lock: %w", lerr, oerr)
+		return fmt.Errorf("fencebridge: release: %w; the old lock: %w", oneLine{lerr}, oerr)
 	case lerr != nil:
-		return fmt.Errorf("fencebridge: release: %w", lerr)
+		return fmt.Errorf("fencebridge: release: %w", oneLine{lerr})
 	case oerr != nil:
 		return fmt.Errorf("fencebridge: release: the old lock: %w", oerr)
 	}

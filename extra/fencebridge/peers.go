@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/bsm/redislock"
@@ -59,14 +58,6 @@ func (l redsyncLock) Unlock(ctx context.Context) error {
 	}
 	return fmt.Errorf("%w: %w", ErrOldNotHeld, oneLine{err})
 }
-
-// oneLine is err with its message on one line: redsync joins its nodes'
-// errors with errors.Join, one per line, which breaks a log line. The
-// parts stay reachable with errors.Is and errors.As.
-type oneLine struct{ err error }
-
-func (e oneLine) Error() string { return strings.ReplaceAll(e.err.Error(), "\n", "; ") }
-func (e oneLine) Unwrap() error { return e.err }
 
 // Redislock is the old lock as bsm/redislock takes it: c.Obtain with ttl
 // and the options opt returns, retried as opt's RetryStrategy says (nil
