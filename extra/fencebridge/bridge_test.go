@@ -227,3 +227,21 @@ func TestPeerHolderValues(t *testing.T) {
 	assert.True(t, errors.Is(err, fence.ErrMalformed))
 	assert.Contains(t, err.Error(), "':' and ',' separate", "the refusal says why")
 }
+
+// TestErrorsOnOneLine: redsync joins its nodes' errors one per line; the
+// bridge's error reads as one line, and the node errors stay reachable.
+func TestErrorsOnOneLine(t *testing.T) {
+	rdb, locks := setup(t)
+	down1 := testenv.CtxClient(t, testenv.ClosedAddr(t), 1)
+	down2 := testenv.CtxClient(t, testenv.ClosedAddr(t), 1)
+	rs := redsync.New(goredis.NewPool(rdb), goredis.NewPool(down1), goredis.NewPool(down2))
+	b, err := fencebridge.New(fencebridge.Redsync(rs, redsync.WithTries(1)), locks)
+	require.NoError(t, err)
+	_, err = b.Acquire(t.Context(), "jobs/e", time.Second)
+	require.ErrorIs(t, err, fencebridge.ErrNotAcquired)
+	var node *redsync.RedisError
+	require.ErrorAs(t, err, &node, "the node errors stay reachable: %v", err)
+	assert.NotContains(t, err.Error(), "\n")
+	assert.Contains(t, err.Error(), "; ", "both nodes' errors are in the message: %v", err)
+	t.Log(err)
+}
