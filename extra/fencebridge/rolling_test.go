@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -67,6 +68,26 @@ func (r *recorder) held(kind string, worker int, deadline time.Time) {
 	r.mu.Lock()
 	r.holds = append(r.holds, h)
 	r.mu.Unlock()
+}
+
+// waitHold waits until worker of kind (any worker of kind if worker < 0)
+// begins a hold after since, and returns when it began; after 10s it fails
+// the test (no process of kind gets the lock in a mixed fleet) and returns
+// since.
+func (r *recorder) waitHold(t *testing.T, kind string, worker int, since time.Time) time.Time {
+	t.Helper()
+	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
+		r.mu.Lock()
+		for _, h := range r.holds {
+			if h.kind == kind && (worker < 0 || h.worker == worker) && h.start.After(since) {
+				r.mu.Unlock()
+				return h.start
+			}
+		}
+		r.mu.Unlock()
+	}
+	t.Errorf("%s#%d held the lock not once in 10s after %v", kind, worker, since.Format("15:04:05.000000"))
+	return since
 }
 
 func (r *recorder) fail(err error) {
@@ -144,6 +165,9 @@ func start(r *recorder, kind string, worker int, crash bool, acquire acquireFunc
 				r.fail(fmt.Errorf("%s#%d release: %w", kind, worker, err))
 			}
 			cancel()
+			// Other work between holds: a worker that tried again at once
+			// would win an unfair lock (redsync, redislock) again and again.
+			time.Sleep(time.Duration(5+rand.IntN(10)) * time.Millisecond)
 		}
 	}()
 	return p
@@ -258,12 +282,12 @@ func redislockFleet(rdb *redis.Client) (fencebridge.Old, acquireFunc) {
 
 // TestRollingSwitch runs the procedure of the package doc on one lock
 // name, with three processes (goroutines with a client each) that take the
-// lock, work and release in a loop: the old fleet alone; the first deploy
-// replacing old processes by bridge ones one at a time (an old one is
-// killed while it holds the lock); the second deploy, once no old process
-// runs, replacing bridge processes by fencelock-only ones (a bridge one is
-// killed while holding); fencelock alone. No two holds may overlap at any
-// moment.
+// lock, work, release and do other work in a loop: the old fleet alone; the
+// first deploy replacing old processes by bridge ones one at a time (an old
+// one is killed while it holds the lock); the second deploy, once no old
+// process runs, replacing bridge processes by fencelock-only ones (a bridge
+// one is killed while holding); fencelock alone. No two holds may overlap
+// at any moment.
 func TestRollingSwitch(t *testing.T) {
 	for name, old := range map[string]func(*redis.Client) (fencebridge.Old, acquireFunc){
 		"redsync":   redsyncFleet,
@@ -278,18 +302,22 @@ func TestRollingSwitch(t *testing.T) {
 				olds[i] = start(r, kindOld, i, i == 0, f.oldWorker())
 			}
 			time.Sleep(2 * step)
-			// Each deploy starts a process of the new version, then stops one
-			// of the previous version, one at a time.
-			for i := range n { // the first deploy
-				bridges[i] = start(r, kindBridge, i, i == 1, f.bridgeWorker())
-				time.Sleep(step)
-				olds[i].halt()
+			// Each deploy starts a process of the new version, and once it has
+			// held the lock and a process of the previous version has held it
+			// after that (the fleet is mixed), stops that one.
+			deploy := func(from, to string, prev, next []*process, crash int, acquire func() acquireFunc) {
+				for i := range n {
+					started := time.Now()
+					next[i] = start(r, to, i, i == crash, acquire())
+					first := r.waitHold(t, to, i, started)
+					r.waitHold(t, from, -1, first)
+					time.Sleep(step)
+					prev[i].halt()
+				}
 			}
-			for i := range n { // the second deploy, once no old process runs
-				news[i] = start(r, kindNew, i, false, f.newWorker())
-				time.Sleep(step)
-				bridges[i].halt()
-			}
+			deploy(kindOld, kindBridge, olds, bridges, 1, f.bridgeWorker)
+			// The second deploy, once no old process runs.
+			deploy(kindBridge, kindNew, bridges, news, -1, f.newWorker)
 			time.Sleep(2 * step)
 			for _, p := range news {
 				p.halt()
