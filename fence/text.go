@@ -10,7 +10,8 @@ import (
 //
 //	SEQ:HOLDER:KEY
 //
-// SEQ is decimal without leading zeros, HOLDER is the holder id as is, and
+// SEQ is decimal without leading zeros, HOLDER is the holder id as is (it
+// never holds ':', ',' or '%': see ValidateHolder), and
 // KEY is the lock name with every byte outside printable ASCII (and '%' and
 // ',') written as %XX with upper-case hex. A comma is escaped because HTTP
 // joins repeated header fields with commas: the text form of a token never

@@ -41,8 +41,9 @@ type Token struct {
 	// Seq is the value of the lock's counter at acquisition; it grows with
 	// every acquisition of Key. Valid values are 1..MaxSeq.
 	Seq uint64
-	// Holder is the random id (a UUID string) of the lease that got the
-	// token. It tells two holders apart if the counter ever went backwards.
+	// Holder is the id of the lease that got the token: a random UUID, or
+	// the id the caller chose (see [ValidateHolder] for what it may be). It
+	// tells two holders apart if the counter ever went backwards.
 	Holder string
 }
 
@@ -137,7 +138,15 @@ func badText(s string) (int, string) {
 }
 
 // ValidateHolder reports why id cannot be a holder id, or nil: it must be
-// 1..MaxHolderLen bytes of ASCII letters, digits, '-', '_' or '.'.
+// 1..MaxHolderLen bytes of ASCII letters, digits and "._-+/=". That takes
+// UUIDs and the base64 values (standard or URL alphabet, padded or not) that
+// go-redsync/redsync and bsm/redislock generate, so a holder id can be carried
+// over from them. Every other byte is refused because of where a holder id
+// goes: ':' separates it from the Seq in the lock's Redis value, in release
+// messages and in a token's text form; ',' splits a repeated Fence-Token HTTP
+// header; '%' is the text form's escape; spaces, control bytes and non-ASCII
+// would break the one-line text form in logs and headers. The error wraps
+// ErrMalformed and names the first bad byte and its offset.
 func ValidateHolder(id string) error {
 	if id == "" {
 		return fmt.Errorf("%w: empty holder", ErrMalformed)
@@ -147,14 +156,19 @@ func ValidateHolder(id string) error {
 	}
 	for i := 0; i < len(id); i++ {
 		if !holderByte(id[i]) {
-			return fmt.Errorf("%w: holder %q has a byte outside [A-Za-z0-9._-] at %d", ErrMalformed, id, i)
+			return fmt.Errorf("%w: holder %q has byte %q at %d; a holder id is ASCII letters, digits and \"._-+/=\" (':' and ',' separate a token's fields and header values)",
+				ErrMalformed, id, id[i:i+1], i)
 		}
 	}
 	return nil
 }
 
+// holderByte reports whether c may appear in a holder id. The text form
+// writes the holder as is, so none of these may be ':' (the field
+// separator), ',' (the header separator) or '%' (the key's escape).
 func holderByte(c byte) bool {
-	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.'
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' ||
+		c == '-' || c == '_' || c == '.' || c == '+' || c == '/' || c == '='
 }
 
 // seqString formats a Seq in decimal.

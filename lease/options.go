@@ -176,7 +176,8 @@ type AcquireOption func(*family.Acquire) error
 // A process that saved its lease's Holder (and Token) can use it after a
 // restart: if that holder still has the lock (for redlock: on a majority of
 // the nodes), the lease is extended and the same token is returned instead
-// of failing. The id must be 1..64 bytes of [A-Za-z0-9._-] and must be
+// of failing. The id must pass [fence.ValidateHolder] (up to 64 bytes of
+// letters, digits and "._-+/=", so redsync's values fit) and must be
 // unique to one logical owner. The default is a fresh random id.
 func WithHolder(id string) AcquireOption {
 	return func(a *family.Acquire) error {

@@ -10,10 +10,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh
-# bench/ and extra/fenceotel/ are nested modules (the peers, redsync and
-# redislock, and OpenTelemetry must not become the library's dependencies);
+# bench/, extra/fencebridge/ and extra/fenceotel/ are nested modules (the
+# peers, redsync and redislock, and OpenTelemetry must not become the
+# library's dependencies);
 # go.work makes them resolvable from here.
-pkgs=(./... ./bench/... ./extra/fenceotel/...)
+pkgs=(./... ./bench/... ./extra/fencebridge/... ./extra/fenceotel/...)
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
