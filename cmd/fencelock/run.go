@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/fencelock/fencelock/fence"
+	"github.com/fencelock/fencelock/internal/lifetime"
 	"github.com/fencelock/fencelock/lease"
 )
 
@@ -48,6 +49,20 @@ const (
 	groupPoll = 20 * time.Millisecond
 )
 
+// minTTL is run's shortest --ttl. The keep-alive refreshes every ttl/3,
+// but no more often than every lifetime.MinKeepAlive, and endGame stops the
+// command once half the ttl is left without a refresh: below 3×MinKeepAlive
+// that comes between two healthy refreshes, and the lease refuses a ttl
+// whose validity is shorter than the period, blaming an interval the user
+// never set.
+const minTTL = 3 * lifetime.MinKeepAlive
+
+// ttlTooShort says what is wrong with a --ttl below minTTL.
+func ttlTooShort(ttl time.Duration) error {
+	return fmt.Errorf("--ttl %v is too short, the shortest is %v: run refreshes the lease every ttl/3 but no more often than every %v, and stops the command when half the ttl is left without a refresh, which a shorter ttl reaches between two refreshes",
+		ttl, minTTL, lifetime.MinKeepAlive)
+}
+
 // run is the run command.
 func (g *globals) run(args []string) int {
 	fs := g.flagSet("run")
@@ -73,8 +88,8 @@ func (g *globals) run(args []string) int {
 		return g.usageError("run: want one lock NAME before --, got %d arguments", len(pos))
 	case len(command) == 0:
 		return g.usageError("run: missing command after --")
-	case *ttl <= 0:
-		return g.usageError("run: --ttl must be positive, got %v", *ttl)
+	case *ttl < minTTL:
+		return g.usageError("run: %v", ttlTooShort(*ttl))
 	case *wait < 0:
 		return g.usageError("run: --wait must not be negative, got %v", *wait)
 	case *grace < 0:
