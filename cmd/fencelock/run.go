@@ -97,7 +97,7 @@ func (g *globals) run(args []string) int {
 	}
 	name := pos[0]
 	if err := fence.ValidateKey(name); err != nil {
-		return g.usageError("run: lock name: %v", err)
+		return g.usageError("run: %v", err)
 	}
 	cmd := exec.Command(command[0], command[1:]...)
 	if cmd.Err != nil { // not found, before taking the lock
