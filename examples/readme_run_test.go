@@ -235,4 +235,3 @@ func runProgram(t *testing.T, bin string, b codeBlock, servers map[string]string
 	err := cmd.Run()
 	return out.String(), err
 }
-
