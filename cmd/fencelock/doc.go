@@ -81,11 +81,11 @@
 //
 // run cannot stop the command while fencelock itself is paused (SIGSTOP, a
 // frozen VM): the command runs on, the lease expires, another holder can
-// take the lock, and the command gets SIGTERM only when fencelock resumes
-// (measured with --ttl 3s: about a second beside the next holder). What
-// still protects the data then is the token at the storage: once the next
-// holder's newer token has reached it, it refuses the paused holder's
-// writes.
+// take the lock, and the command gets SIGTERM only when fencelock resumes;
+// it runs beside the next holder for as long as the pause outlasts the
+// lease. What still protects the data then is the token at the storage:
+// once the next holder's newer token has reached it, it refuses the paused
+// holder's writes.
 //
 // # inspect
 //

@@ -143,7 +143,17 @@ func TestRunLeaseLostUnderPause(t *testing.T) {
 	if err := p.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(3 * time.Second)
+	time.Sleep(1500 * time.Millisecond)
+	// The limit the docs state: a paused fencelock cannot stop its command,
+	// which runs on beside the next holder until fencelock resumes (only
+	// the token at the storage protects data then).
+	if r := fl(t, "", on("run", name, "--", "true")...); r.code != exitOK {
+		t.Fatalf("another run while the first fencelock is paused: exit %d, want 0 (the lock expired)", r.code)
+	}
+	if err := syscall.Kill(child, 0); err != nil {
+		t.Fatalf("the paused fencelock's command (pid %d) ended before fencelock resumed: %v", child, err)
+	}
+	time.Sleep(1500 * time.Millisecond)
 	if err := p.cmd.Process.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
