@@ -4,7 +4,7 @@
 // advances locks, from the shell.
 //
 //	go install github.com/fencelock/fencelock/cmd/fencelock@latest
-//	export REDIS_URL=redis://127.0.0.1:6379/0
+//	export REDIS_URL=redis://redis.internal:6379/0   # in a crontab: REDIS_URL=... on its own line
 //	fencelock run --ttl 30s nightly-report -- ./report.sh
 //	fencelock inspect nightly-report
 //
