@@ -31,6 +31,16 @@ const (
 // are not valid. Test for it with errors.Is.
 var ErrMalformed = errors.New("fence: malformed token")
 
+// ErrBadKey is returned (wrapped) by ValidateKey for a string that cannot
+// be a lock name. It wraps ErrMalformed, since a token with such a key is
+// malformed, but its message names the lock name, not a token.
+var ErrBadKey error = badKey{}
+
+type badKey struct{}
+
+func (badKey) Error() string { return "fence: bad lock name" }
+func (badKey) Unwrap() error { return ErrMalformed }
+
 // Token is a fencing token: proof that Holder held the lock Key when the
 // lock's counter was at Seq.
 //
@@ -95,23 +105,26 @@ func (t Token) Validate() error {
 
 // ValidateKey reports why key cannot be a lock name, or nil: it must be
 // 1..MaxKeyLen bytes of valid UTF-8 without NUL bytes, and must not contain
-// '{' or '}' (the lease puts the name in a Redis Cluster hash tag). The key
-// travels to every verifier's storage, and PostgreSQL text holds neither a
-// NUL nor invalid UTF-8: such a key would get a lease but fail every check
-// with a driver error. The error wraps ErrMalformed and, for a NUL or
-// invalid UTF-8, names the offset of the first bad byte.
+// '{' or '}'. Braces delimit a Redis Cluster hash tag, and the lease wraps
+// the name in one (PREFIX{NAME}) so that a lock's keys share a slot; a
+// brace inside would cut or nest that tag. The key travels to every
+// verifier's storage, and PostgreSQL text holds neither a NUL nor invalid
+// UTF-8: such a key would get a lease but fail every check with a driver
+// error. The error wraps ErrBadKey (and so ErrMalformed) and says what is
+// wrong, where, and why.
 func ValidateKey(key string) error {
 	switch {
 	case key == "":
-		return fmt.Errorf("%w: empty key", ErrMalformed)
+		return fmt.Errorf("%w: empty key", ErrBadKey)
 	case len(key) > MaxKeyLen:
-		return fmt.Errorf("%w: key is %d bytes, the limit is %d", ErrMalformed, len(key), MaxKeyLen)
+		return fmt.Errorf("%w: key is %d bytes, the limit is %d", ErrBadKey, len(key), MaxKeyLen)
 	}
 	if i, what := badText(key); i >= 0 {
-		return fmt.Errorf("%w: key %q has %s at byte %d", ErrMalformed, key, what, i)
+		return fmt.Errorf("%w %q: %s at byte %d, which PostgreSQL text (where verifiers store the name) cannot hold", ErrBadKey, key, what, i)
 	}
-	if strings.ContainsAny(key, "{}") {
-		return fmt.Errorf("%w: key %q contains a brace", ErrMalformed, key)
+	if i := strings.IndexAny(key, "{}"); i >= 0 {
+		return fmt.Errorf("%w %q: %q at byte %d: braces delimit a Redis Cluster hash tag, and the lease wraps the name in one (PREFIX{NAME}), which a brace inside would cut or nest",
+			ErrBadKey, key, key[i], i)
 	}
 	return nil
 }

@@ -102,7 +102,8 @@ func TestValidateKey(t *testing.T) {
 	for key, msg := range map[string]string{
 		"":                               "empty key",
 		strings.Repeat("k", MaxKeyLen+1): "513 bytes",
-		"{x}":                            "brace",
+		"{x}":                            `fence: bad lock name "{x}": '{' at byte 0: braces delimit a Redis Cluster hash tag`,
+		"a}b":                            `'}' at byte 1`,
 		"\x00":                           "a NUL byte at byte 0",
 		"orders\x00":                     "a NUL byte at byte 6",
 		"é\x00{":                         "a NUL byte at byte 2",
@@ -116,7 +117,9 @@ func TestValidateKey(t *testing.T) {
 		err := ValidateKey(key)
 		require.Error(t, err, "%q", key)
 		assert.ErrorIs(t, err, ErrMalformed, "%q", key)
+		assert.ErrorIs(t, err, ErrBadKey, "%q", key)
 		assert.ErrorContains(t, err, msg, "%q", key)
+		assert.NotContains(t, err.Error(), "malformed token", "%q: a lock name is not a token", key)
 
 		tok := Token{Key: key, Seq: 1, Holder: h1}
 		assert.ErrorIs(t, tok.Validate(), ErrMalformed, "Validate, %q", key)

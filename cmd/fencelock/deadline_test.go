@@ -67,17 +67,3 @@ func TestDeadlinesFrozenRedis(t *testing.T) {
 		})
 	}
 }
-
-// TestDefaultRedisIsSaid: with neither --redis nor REDIS_URL, the command
-// says on stderr which Redis it uses; with --redis it does not.
-func TestDefaultRedisIsSaid(t *testing.T) {
-	t.Parallel()
-	r := fl(t, "", "inspect", "--timeout", "1s", lockName(t))
-	first, _, _ := strings.Cut(r.stderr, "\n")
-	if r.code == exitUsage || !strings.HasPrefix(first, "fencelock: ") || !strings.Contains(first, "REDIS_URL") || !strings.Contains(first, defaultRedisURL) {
-		t.Errorf("no --redis, no REDIS_URL: exit %d, stderr %q; want its first line to say that %s is used", r.code, r.stderr, defaultRedisURL)
-	}
-	if r := fl(t, "", on("inspect", lockName(t))...); strings.Contains(r.stderr, "REDIS_URL") {
-		t.Errorf("with --redis: stderr %q mentions REDIS_URL", r.stderr)
-	}
-}

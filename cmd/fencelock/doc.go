@@ -4,7 +4,7 @@
 // advances locks, from the shell.
 //
 //	go install github.com/fencelock/fencelock/cmd/fencelock@latest
-//	export REDIS_URL=redis://127.0.0.1:6379/0
+//	export REDIS_URL=redis://redis.internal:6379/0   # in a crontab: REDIS_URL=... on its own line
 //	fencelock run --ttl 30s nightly-report -- ./report.sh
 //	fencelock inspect nightly-report
 //
@@ -25,12 +25,16 @@
 //	fencelock: run: missing -- between NAME and the command
 //	Run 'fencelock help run' (or -h) for usage.
 //
-// to stderr, and exits with status 2.
+// to stderr, and exits with status 2. There is no default Redis: run,
+// inspect, advance and doctor given neither --redis nor REDIS_URL are such a
+// usage error, and touch nothing (see "Redis").
 //
 // # run
 //
 // run takes lock NAME (ttl --ttl, default 30s) with a keep-alive that
-// refreshes it every ttl/3, and runs CMD with the token in its environment:
+// refreshes it every ttl/3, and runs CMD with the token in its environment
+// (the shortest --ttl is 30ms: refreshes come at most every 10ms; on a busy
+// machine a ttl under a few hundred milliseconds leaves them little room):
 //
 //	FENCE_TOKEN   the token's text form, SEQ:HOLDER:KEY (fence.Parse reads it)
 //	FENCE_KEY     the lock name
@@ -75,6 +79,14 @@
 // shortened. When the command exits, run releases the lock; a
 // release that finds the lock already gone also means the lease was lost
 // while the command ran (status 4).
+//
+// run cannot stop the command while fencelock itself is paused (SIGSTOP, a
+// frozen VM): the command runs on, the lease expires, another holder can
+// take the lock, and the command gets SIGTERM only when fencelock resumes;
+// it runs beside the next holder for as long as the pause outlasts the
+// lease. What still protects the data then is the token at the storage:
+// once the next holder's newer token has reached it, it refuses the paused
+// holder's writes.
 //
 // # inspect
 //
@@ -128,7 +140,11 @@
 // primary lists unless --replicas=false (one that cannot be reached is a
 // warn finding). doctor exits with status 4 when a finding is danger: a restart,
 // failover or memory pressure can free a lock while its holder trusts its
-// lease, or make tokens go back.
+// lease, or make tokens go back. When a server could not be checked
+// (unreachable, or no answer within 30s) and no finding is danger, it
+// exits with status 5 of its own, and says so on stdout: NOT CHECKED when
+// no server answered (with --json, "worst" is null), INCOMPLETE when some
+// did ("complete" is false); stderr says why.
 //
 // # Time limits
 //
@@ -145,8 +161,10 @@
 // # Redis
 //
 // --redis URL (repeatable, or several URLs separated by commas) or else the
-// REDIS_URL environment variable; the default is redis://127.0.0.1:6379/0,
-// and a command that uses it says so on stderr.
+// REDIS_URL environment variable. With neither, the command is a usage
+// error (status 2) before any connection: a lock tool that fell back to
+// localhost would, run from cron (which does not pass on a shell's export),
+// lock each host's own Redis and exclude nothing.
 // One URL is one Redis deployment:
 //
 //	redis://[USER:PASS@]HOST[:PORT][/DB][?OPTIONS]     standalone (rediss:// for TLS)
@@ -175,7 +193,8 @@
 //
 //	0..255  run: the command's own exit status when it ran and the lease held
 //	        (128+N when the command died of signal N)
-//	0       inspect, advance, reset-highwater, help: success; doctor: no danger finding
+//	0       inspect, advance, reset-highwater, help: success; doctor: every
+//	        server checked and no danger finding
 //	1       other errors: Redis unreachable, command not found, ...
 //	2       usage error: bad flags or arguments (one line and a hint on stderr)
 //	3       run: the lock is held by another holder (it was not free within --wait)
@@ -184,8 +203,8 @@
 //	        process group was sent SIGTERM and SIGKILL as described under
 //	        run, if it was still running (lost before the command started:
 //	        it did not run)
-//	4       doctor: a danger finding (a lock can vanish or tokens go back);
-//	        1 when a server could not be checked and nothing was danger
+//	4       doctor: a danger finding (a lock can vanish or tokens go back)
+//	5       doctor: a server could not be checked, and no finding was danger
 //	128+N   run: fencelock got signal N while it waited for the lock
 //
 // A command's own status of 1 to 4 looks like fencelock's: fencelock's own

@@ -18,9 +18,14 @@ import (
 	"github.com/fencelock/fencelock/lease/doctor"
 )
 
-// exitDanger is doctor's status when a finding can lose a lock or make
-// tokens go back.
-const exitDanger = 4
+// doctor's own exit statuses: exitDanger when a finding can lose a lock or
+// make tokens go back; exitUnchecked when no finding is danger but a server
+// could not be checked, so that a script does not take "no finding" from an
+// unreachable server for a healthy one.
+const (
+	exitDanger    = 4
+	exitUnchecked = 5
+)
 
 // doctorTimeout bounds the whole doctor run.
 const doctorTimeout = 30 * time.Second
@@ -43,15 +48,19 @@ use it, so the findings fit them:
   --replicas=false   do not check the replicas a primary lists (INFO replication)
   --json             print JSON
 
-Exit status: 0 no danger finding; 4 a danger finding (a lock can vanish or tokens go
-back); 1 a server could not be checked; 2 usage error.
+Exit status: 0 every server checked, no danger finding; 4 a danger finding (a lock can
+vanish or tokens go back); 5 no danger finding, but a server could not be checked (stdout
+says so; why is on stderr); 2 usage error.
 `
 
 // doctorReport is what doctor --json prints.
 type doctorReport struct {
-	Worst    doctor.Severity  `json:"worst"`
+	// Worst is the worst finding's severity; null when nothing was checked.
+	Worst    *doctor.Severity `json:"worst"`
 	Findings []doctor.Finding `json:"findings"`
-	Errors   []string         `json:"errors,omitempty"`
+	// Complete is false when a server could not be checked (Errors says why).
+	Complete bool     `json:"complete"`
+	Errors   []string `json:"errors,omitempty"`
 }
 
 // doctor is the doctor command.
@@ -103,20 +112,26 @@ func (g *globals) doctor(args []string) int {
 			rep.Errors = append(rep.Errors, err.Error())
 		}
 	}
-	rep.Worst = doctor.Worst(rep.Findings)
+	// Every server checked yields findings (each check reports, info at
+	// least): none at all, with errors, means nothing could be checked.
+	if len(rep.Findings) > 0 {
+		w := doctor.Worst(rep.Findings)
+		rep.Worst = &w
+	}
+	rep.Complete = len(rep.Errors) == 0
 	if *asJSON {
 		printJSON(g.stdout, rep)
 	} else {
-		printFindings(g.stdout, rep.Findings)
+		printFindings(g.stdout, rep)
 	}
 	for _, e := range rep.Errors {
 		g.fail(exitFailure, "%s", strings.ReplaceAll(e, "\n", "; ")) // each starts "doctor: "
 	}
 	switch {
-	case rep.Worst == doctor.Danger:
+	case rep.Worst != nil && *rep.Worst == doctor.Danger:
 		return exitDanger
-	case len(rep.Errors) > 0:
-		return exitFailure
+	case !rep.Complete:
+		return exitUnchecked
 	}
 	return exitOK
 }
@@ -127,8 +142,8 @@ func (g *globals) doctorUsageError(format string, args ...any) int {
 	return exitUsage
 }
 
-// doctorClients returns a client per deployment named by --redis,
-// REDIS_URL or the default: one, or a Redlock's independent masters.
+// doctorClients returns a client per deployment named by --redis or
+// REDIS_URL: one, or a Redlock's independent masters.
 func (g *globals) doctorClients() ([]redis.UniversalClient, int) {
 	urls, err := g.redisURLs()
 	if err != nil {
@@ -148,10 +163,11 @@ func (g *globals) doctorClients() ([]redis.UniversalClient, int) {
 	return rdbs, exitOK
 }
 
-// printFindings prints findings for a reader, then a count by severity.
-func printFindings(w io.Writer, findings []doctor.Finding) {
+// printFindings prints the findings for a reader, then a count by
+// severity, and says what could not be checked.
+func printFindings(w io.Writer, rep doctorReport) {
 	counts := map[doctor.Severity]int{}
-	for _, f := range findings {
+	for _, f := range rep.Findings {
 		counts[f.Severity]++
 		where := strings.Join(f.Servers, " ")
 		if where == "" {
@@ -167,7 +183,14 @@ func printFindings(w io.Writer, findings []doctor.Finding) {
 		}
 		fmt.Fprintln(w)
 	}
+	if rep.Worst == nil {
+		fmt.Fprintln(w, "NOT CHECKED: no server answered (why: on stderr); the deployment's health is unknown")
+		return
+	}
 	fmt.Fprintf(w, "%d danger, %d warn, %d info\n", counts[doctor.Danger], counts[doctor.Warn], counts[doctor.Info])
+	if !rep.Complete {
+		fmt.Fprintln(w, "INCOMPLETE: a server could not be checked (why: on stderr); its findings are missing")
+	}
 }
 
 // wrap prints label and text indented, wrapped at about 90 columns.

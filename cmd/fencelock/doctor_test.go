@@ -29,7 +29,9 @@ func TestDoctorDanger(t *testing.T) {
 	assert.Equal(t, exitDanger, r.code)
 	var rep doctorReport
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &rep), r.stdout)
-	assert.Equal(t, doctor.Danger, rep.Worst)
+	require.NotNil(t, rep.Worst)
+	assert.Equal(t, doctor.Danger, *rep.Worst)
+	assert.True(t, rep.Complete)
 	require.NotEmpty(t, rep.Findings)
 	assert.Equal(t, doctor.CheckEviction, rep.Findings[0].Check)
 	var raw map[string]any
@@ -71,10 +73,46 @@ func TestDoctorUnreachable(t *testing.T) {
 	require.NoError(t, err)
 	addr := l.Addr().String()
 	l.Close()
-	r := fl(t, "", "doctor", "--redis", "redis://"+addr+"/0?dial_timeout=200ms&max_retries=-1")
-	assert.Equal(t, exitFailure, r.code)
+	url := "redis://" + addr + "/0?dial_timeout=200ms&max_retries=-1"
+	r := fl(t, "", "doctor", "--redis", url)
+	assert.Equal(t, exitUnchecked, r.code)
+	assert.Equal(t, "NOT CHECKED: no server answered (why: on stderr); the deployment's health is unknown\n", r.stdout)
+	assert.NotContains(t, r.stdout, "0 danger")
 	assert.Contains(t, r.stderr, "fencelock: doctor: ")
 	assert.Contains(t, r.stderr, addr)
+
+	r = fl(t, "", "doctor", "--redis", url, "--json")
+	assert.Equal(t, exitUnchecked, r.code)
+	var rep map[string]any
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &rep), r.stdout)
+	assert.Nil(t, rep["worst"], "nothing checked: no worst severity")
+	assert.Equal(t, false, rep["complete"])
+	assert.Empty(t, rep["findings"])
+	assert.NotEmpty(t, rep["errors"])
+}
+
+// TestDoctorIncomplete: one of three Redlock masters is unreachable; the
+// two that answer are healthy: status 5, not 0, and stdout says so.
+func TestDoctorIncomplete(t *testing.T) {
+	var urls []string
+	for range 2 {
+		urls = append(urls, testenv.NewRedis(t, testenv.RedisOptions{Args: []string{"--appendonly", "yes"}}).URL())
+	}
+	closed := testenv.ClosedAddr(t)
+	urls = append(urls, "redis://"+closed+"/0?dial_timeout=200ms")
+	r := fl(t, "", "doctor", "--redis", strings.Join(urls, ","))
+	assert.Equal(t, exitUnchecked, r.code)
+	assert.Equal(t, 2, strings.Count(r.stdout, "  persistence  "), "the two that answer are checked")
+	assert.Regexp(t, `(?m)^0 danger, \d+ warn, \d+ info\nINCOMPLETE: a server could not be checked`, r.stdout)
+	assert.Contains(t, r.stderr, closed)
+
+	r = fl(t, "", "doctor", "--redis", strings.Join(urls, ","), "--json")
+	assert.Equal(t, exitUnchecked, r.code)
+	var rep doctorReport
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &rep), r.stdout)
+	assert.False(t, rep.Complete)
+	require.NotNil(t, rep.Worst)
+	assert.NotEqual(t, doctor.Danger, *rep.Worst)
 }
 
 func TestDoctorUsage(t *testing.T) {
@@ -85,9 +123,13 @@ func TestDoctorUsage(t *testing.T) {
 		assert.True(t, strings.HasPrefix(r.stderr, "fencelock: doctor: "), r.stderr)
 		assert.Contains(t, r.stderr, "--replica-ack N")
 	}
-	r := fl(t, "", "doctor", "--help")
-	assert.Equal(t, exitOK, r.code)
-	assert.Contains(t, r.stdout, "Exit status: 0 no danger finding; 4 a danger finding")
+	for _, args := range [][]string{{"doctor", "--help"}, {"help", "doctor"}} {
+		r := fl(t, "", args...)
+		assert.Equal(t, exitOK, r.code)
+		assert.Contains(t, r.stdout, "Exit status: 0 every server checked, no danger finding; 4 a danger finding")
+	}
+	r := fl(t, "", "doctor")
+	assert.Equal(t, exitUsage, r.code, "no --redis, no REDIS_URL")
 	r = fl(t, "", "help")
 	assert.Contains(t, r.stdout, "doctor [--json]")
 }

@@ -123,7 +123,7 @@ func (g *globals) inspect(args []string) int {
 	}
 	name := pos[0]
 	if err := fence.ValidateKey(name); err != nil {
-		return g.usageError("inspect: lock name: %v", err)
+		return g.usageError("inspect: %v", err)
 	}
 	b, code := g.backend()
 	if b == nil {
@@ -188,7 +188,7 @@ func (g *globals) advance(args []string) int {
 	}
 	name := pos[0]
 	if err := fence.ValidateKey(name); err != nil {
-		return g.usageError("advance: lock name: %v", err)
+		return g.usageError("advance: %v", err)
 	}
 	floor, err := fence.ParseSeq(pos[1])
 	if err != nil || floor >= fence.MaxSeq {

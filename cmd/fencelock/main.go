@@ -27,8 +27,7 @@ const (
 )
 
 const (
-	defaultRedisURL = "redis://127.0.0.1:6379/0"
-	defaultPrefix   = lease.DefaultPrefix
+	defaultPrefix = lease.DefaultPrefix
 	// defaultTimeout is --timeout's default: how long inspect, advance and
 	// run without --wait may take.
 	defaultTimeout = 5 * time.Second
@@ -59,7 +58,7 @@ Commands:
            100ms before the lease's deadline; if the lease is lost at once (the lock may
            have another holder already), SIGTERM, then SIGKILL 100ms later.
            The lock is released when the command exits.
-             --ttl D     lease ttl (default 30s); refreshed every ttl/3
+             --ttl D     lease ttl (default 30s, at least 30ms); refreshed every ttl/3
              --wait D    how long to wait for the lock (default 0: try once, within --timeout)
              --grace D   SIGTERM to SIGKILL delay (default 10s), shortened as said above
   inspect  print the lock's holder, token, remaining ttl, counter (last Seq) and waiters;
@@ -70,8 +69,8 @@ Commands:
 ` + resetUsage + `  help     print this help (help COMMAND, or COMMAND -h, prints it too)
 
 Global flags (before or after the command name):
-  --redis URL    Redis to use; repeatable or comma-separated (default: $REDIS_URL,
-                 else ` + defaultRedisURL + `). One URL:
+  --redis URL    Redis to use; repeatable or comma-separated (default: $REDIS_URL;
+                 with neither, every command but help is a usage error). One URL:
                    redis://[USER:PASS@]HOST[:PORT][/DB][?OPT]   standalone (rediss:// TLS)
                    unix://[USER:PASS@]/PATH.sock[?db=N]         standalone, Unix socket
                    redis+cluster://HOST:PORT[,HOST:PORT...]     Redis Cluster (rediss+cluster://)
@@ -86,12 +85,15 @@ Global flags (before or after the command name):
 Exit status:
   run      the command's exit status when it ran and the lease held (128+N if it
            died of signal N)
-  0        inspect, advance, reset-highwater, help succeeded
+  0        inspect, advance, reset-highwater, help succeeded; doctor: all
+           checked, no danger finding
   1        other errors (Redis unreachable, command not found, ...)
-  2        usage error (bad flags or arguments; one line and a hint on stderr)
+  2        usage error (bad flags or arguments, no --redis or REDIS_URL; one line
+           and a hint on stderr)
   3        run: lock held by another holder (not acquired within --wait)
   4        run: lease lost (or being lost) while the command ran (the command was
            terminated)
+  4, 5     doctor: a danger finding; a server could not be checked (doctor --help)
   128+N    run: fencelock got signal N while waiting for the lock
 fencelock's own failures are reported on stderr, prefixed "fencelock: " (a command's
 own status of 1 to 4 looks like fencelock's).
@@ -183,8 +185,12 @@ func fencelock(args []string, stdout, stderr io.Writer) int {
 		if len(rest) > 2 {
 			return g.usageError("help: want at most one COMMAND, got %d", len(rest)-1)
 		}
+		if len(rest) == 2 && rest[1] == "doctor" {
+			fmt.Fprint(g.stdout, doctorUsage)
+			return exitOK
+		}
 		return g.help()
-	case "run", "inspect", "advance", "reset-highwater":
+	case "run", "inspect", "advance", "doctor", "reset-highwater":
 		g.cmd = rest[0]
 	}
 	switch rest[0] {

@@ -29,6 +29,13 @@ func TestMain(m *testing.M) {
 }
 
 func testMain(m *testing.M) int {
+	if b := os.Getenv(netnsEnv); b != "" {
+		// Run again by TestNoRedisGuessed in a network namespace of its
+		// own, for that test alone: the binary is built already, and it
+		// starts its own Redis.
+		bin = b
+		return m.Run()
+	}
 	dir, err := os.MkdirTemp("", "fencelock-cmd-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

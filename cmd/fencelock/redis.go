@@ -142,23 +142,27 @@ type backend interface {
 	close(ctx context.Context)
 }
 
+// errNoRedis is the usage error of a command given no Redis. There is no
+// default: a lock tool that fell back to localhost would, run from cron
+// (which does not pass on a shell's export), lock each host's own Redis,
+// and nothing would be excluded.
+var errNoRedis = &badURLError{errors.New("no Redis given: pass --redis URL or set REDIS_URL (fencelock never guesses its server)")}
+
 // redisURLs returns the Redis URLs the command uses: the --redis flags,
-// else REDIS_URL, else the default, which it says on stderr first.
+// else REDIS_URL; neither is errNoRedis.
 func (g *globals) redisURLs() ([]string, error) {
 	vals := []string(g.redis)
 	if len(vals) == 0 {
-		if env := strings.TrimSpace(os.Getenv("REDIS_URL")); env != "" {
-			vals = []string{env}
-		} else {
-			fmt.Fprintf(g.stderr, "fencelock: neither --redis nor REDIS_URL is set: using %s\n", defaultRedisURL)
-			vals = []string{defaultRedisURL}
+		env := strings.TrimSpace(os.Getenv("REDIS_URL"))
+		if env == "" {
+			return nil, errNoRedis
 		}
+		vals = []string{env}
 	}
 	return splitURLs(vals)
 }
 
-// connect builds the backend from the --redis flags, REDIS_URL or the
-// default.
+// connect builds the backend from the --redis flags or REDIS_URL.
 func (g *globals) connect() (backend, error) {
 	urls, err := g.redisURLs()
 	if err != nil {

@@ -73,8 +73,8 @@ func (g *globals) run(args []string) int {
 		return g.usageError("run: want one lock NAME before --, got %d arguments", len(pos))
 	case len(command) == 0:
 		return g.usageError("run: missing command after --")
-	case *ttl <= 0:
-		return g.usageError("run: --ttl must be positive, got %v", *ttl)
+	case *ttl < minTTL:
+		return g.usageError("run: %v", ttlTooShort(*ttl))
 	case *wait < 0:
 		return g.usageError("run: --wait must not be negative, got %v", *wait)
 	case *grace < 0:
@@ -82,7 +82,7 @@ func (g *globals) run(args []string) int {
 	}
 	name := pos[0]
 	if err := fence.ValidateKey(name); err != nil {
-		return g.usageError("run: lock name: %v", err)
+		return g.usageError("run: %v", err)
 	}
 	cmd := exec.Command(command[0], command[1:]...)
 	if cmd.Err != nil { // not found, before taking the lock
@@ -198,33 +198,6 @@ func (g *globals) release(l lease.Interface) error {
 	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
 	defer cancel()
 	return l.Release(ctx)
-}
-
-// killMargin is how long before the lease's local deadline SIGKILL is sent
-// to the command when the lease is being lost or was lost (at most a tenth
-// of the ttl): time for the kernel to end the process group.
-const killMargin = 100 * time.Millisecond
-
-// endGame is when run stops the command of a lease whose refreshes fail:
-// SIGTERM when no more than term is left before the lease's local
-// deadline, and SIGKILL grace later, margin before the deadline. grace is
-// --grace, shortened to ttl/2 − margin: a healthy keep-alive (every ttl/3)
-// keeps more than half the ttl ahead, so only a lease whose refresh failed
-// (or took more than a sixth of the ttl) gets that close to its deadline.
-func endGame(ttl, grace time.Duration) (term, g, margin time.Duration) {
-	margin = min(killMargin, ttl/10)
-	g = max(min(grace, ttl/2-margin), 0)
-	return g + margin, g, margin
-}
-
-// lostGrace is the grace of a command whose lease was lost at once (a
-// refresh found the lock gone or held by another, or the deadline passed
-// while fencelock was paused): the lock may already have another holder,
-// so the command gets min(grace, margin), endGame's margin: time to act on
-// SIGTERM but not to run on beside the next holder.
-func lostGrace(ttl, grace time.Duration) time.Duration {
-	_, _, margin := endGame(ttl, grace)
-	return min(grace, margin)
 }
 
 // supervise runs cmd under lease l (of ttl) and returns run's exit status.

@@ -143,7 +143,17 @@ func TestRunLeaseLostUnderPause(t *testing.T) {
 	if err := p.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(3 * time.Second)
+	time.Sleep(1500 * time.Millisecond)
+	// The limit the docs state: a paused fencelock cannot stop its command,
+	// which runs on beside the next holder until fencelock resumes (only
+	// the token at the storage protects data then).
+	if r := fl(t, "", on("run", name, "--", "true")...); r.code != exitOK {
+		t.Fatalf("another run while the first fencelock is paused: exit %d, want 0 (the lock expired)", r.code)
+	}
+	if err := syscall.Kill(child, 0); err != nil {
+		t.Fatalf("the paused fencelock's command (pid %d) ended before fencelock resumed: %v", child, err)
+	}
+	time.Sleep(1500 * time.Millisecond)
 	if err := p.cmd.Process.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
@@ -283,6 +293,8 @@ func TestUsageErrors(t *testing.T) {
 		{"run", "--ttl", "soon", "x", "--", "true"},
 		{"run", "--ttl", "-1s", "x", "--", "true"},
 		{"run", "--ttl", "1ms", "x", "--", "true"},
+		{"run", "--ttl", "10ms", "x", "--", "true"},
+		{"run", "--ttl", "29ms", "x", "--", "true"},
 		{"run", "--wait", "-1s", "x", "--", "true"},
 		{"run", "--bogus", "x", "--", "true"},
 		{"run", "a{b}", "--", "true"},
@@ -303,14 +315,10 @@ func TestUsageErrors(t *testing.T) {
 		if r.code != exitUsage {
 			t.Errorf("fencelock %q: exit %d, want %d", args, r.code, exitUsage)
 		}
-		// One line saying what is wrong and one saying where the usage
-		// is (after the note on the default Redis, when no --redis).
+		// One line saying what is wrong and one saying where the usage is.
 		lines := strings.Split(strings.TrimSuffix(r.stderr, "\n"), "\n")
-		if len(lines) > 0 && strings.Contains(lines[0], "REDIS_URL is set") {
-			lines = lines[1:]
-		}
 		if len(lines) != 2 || !strings.HasPrefix(lines[0], "fencelock: ") ||
-			!regexp.MustCompile(`^Run 'fencelock help( (run|inspect|advance))?' \(or -h\) for usage\.$`).MatchString(lines[1]) {
+			!regexp.MustCompile(`^Run 'fencelock help( (run|inspect|advance|doctor))?' \(or -h\) for usage\.$`).MatchString(lines[1]) {
 			t.Errorf("fencelock %q: stderr %q, want one error line and the hint", args, r.stderr)
 		}
 	}
@@ -321,6 +329,17 @@ func TestUsageErrors(t *testing.T) {
 	}
 	if r := fl(t, "", "run", "x", "true"); !strings.Contains(r.stderr, "fencelock: run: missing -- between NAME and the command\nRun 'fencelock help run' (or -h) for usage.\n") {
 		t.Errorf("run without --: stderr %q", r.stderr)
+	}
+	// A ttl too short for the keep-alive is blamed on the --ttl given,
+	// not on a keep-alive interval the user never set.
+	for _, ttl := range []string{"10ms", "29ms", "-1s"} {
+		r := fl(t, "", on("run", "--ttl", ttl, "x", "--", "true")...)
+		if !strings.HasPrefix(r.stderr, "fencelock: run: --ttl "+ttl+" is too short, the shortest is 30ms: ") || strings.Contains(r.stderr, "interval") {
+			t.Errorf("--ttl %s: stderr %q", ttl, r.stderr)
+		}
+	}
+	if r := fl(t, "", on("run", "--ttl", "30ms", lockName(t), "--", "true")...); r.code == exitUsage {
+		t.Errorf("--ttl 30ms: exit %d, stderr %q; want it accepted", r.code, r.stderr)
 	}
 	for _, args := range [][]string{{"help"}, {"-h"}, {"--help"}, {"run", "-h"}, {"help", "run"}} {
 		r := fl(t, "", args...)

@@ -26,6 +26,11 @@ type RedisOptions struct {
 	// "--maxmemory", "1mb", "--maxmemory-policy", "allkeys-lru" makes eviction
 	// easy to provoke. The default is none.
 	Args []string
+	// Port is the TCP port to listen on; 0 (the default) picks a free one.
+	// A fixed port is for a test about that port, such as one proving that
+	// nothing connects to Redis's well-known 6379 (in a private network
+	// namespace, where it is free): it fails when the port is taken.
+	Port int
 }
 
 // Redis is one redis-server process in its own temporary directory, on
@@ -45,7 +50,33 @@ type Redis struct {
 // StartRedis starts a redis-server with no persistence (unless opt.Args turn
 // it on) and waits until it answers PING. The caller must Close it.
 func StartRedis(ctx context.Context, opt RedisOptions) (*Redis, error) {
+	if opt.Port != 0 {
+		return startRedisOn(ctx, opt.Port, opt.Args)
+	}
 	return startRedis(ctx, opt.Args, "", nil)
+}
+
+// startRedisOn starts a server on port, and only there.
+func startRedisOn(ctx context.Context, port int, args []string) (*Redis, error) {
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		return nil, notInstalled("redis-server", err)
+	}
+	// Checked first: the PING that waits for the new server would
+	// otherwise be answered by the server that holds the port.
+	if !portFree(port) {
+		return nil, fmt.Errorf("testenv: 127.0.0.1:%d is taken: %w", port, errAddrInUse)
+	}
+	dir, err := makeTempDir("testenv-redis-")
+	if err != nil {
+		return nil, err
+	}
+	r := &Redis{bin: bin, dir: dir, args: args, port: port}
+	if err := r.Start(ctx); err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	return r, nil
 }
 
 // startRedis starts a server on a port that portOK accepts, retrying on a new
