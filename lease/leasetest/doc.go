@@ -48,10 +48,10 @@
 //			return opts
 //		}
 //		return leasetest.Client{
-//			TryAcquire: func(ctx context.Context, name string, ttl time.Duration, o leasetest.Opts) (lease.Interface, error) {
+//			TryAcquire: func(ctx context.Context, name string, ttl time.Duration, o leasetest.Opts) (Lease, error) {
 //				return c.TryAcquire(ctx, name, ttl, opts(o)...)
 //			},
-//			Acquire: func(ctx context.Context, name string, ttl time.Duration, o leasetest.Opts) (lease.Interface, error) {
+//			Acquire: func(ctx context.Context, name string, ttl time.Duration, o leasetest.Opts) (Lease, error) {
 //				return c.Acquire(ctx, name, ttl, opts(o)...)
 //			},
 //		}
