@@ -271,6 +271,10 @@ func (c *Client) kind() observe.Kind {
 // ErrNotAcquired, ctx.Err() and the last try's error, if any.
 func notAcquired(ctx context.Context, name string, cause error) error {
 	ctxErr := lifetime.Ended(ctx)
+	var dial *family.DialError
+	if errors.As(cause, &dial) && errors.Is(cause, ctxErr) && !errors.Is(cause, ErrNotAcquired) {
+		return fmt.Errorf("%w: %q: %w", ErrNotAcquired, name, cause) // "ctx err (last dial to ...)"
+	}
 	if cause == nil || errors.Is(cause, ctxErr) && !errors.Is(cause, ErrNotAcquired) {
 		return fmt.Errorf("%w: %q: %w", ErrNotAcquired, name, ctxErr)
 	}

@@ -22,10 +22,11 @@ type single struct {
 	rdb    redis.UniversalClient
 	cfg    *family.Config
 	notify *notify.Notifier
+	probe  *family.Prober // tells a server that refuses connections from a slow one
 }
 
 func newSingle(rdb redis.UniversalClient, cfg *family.Config) *single {
-	return &single{rdb: rdb, cfg: cfg, notify: notify.New(rdb)}
+	return &single{rdb: rdb, cfg: cfg, notify: notify.New(rdb), probe: family.NewProber(rdb)}
 }
 
 func (s *single) Kind() observe.Kind { return observe.KindLease }
@@ -121,7 +122,7 @@ func (a *singleAttempt) Try(ctx context.Context) (*family.Grant, family.Miss, er
 func (a *singleAttempt) acquire(ctx context.Context) (protocol.TryResult, family.Sent, error) {
 	s := a.s
 	if s.cfg.Single.Replicas == 0 {
-		return family.Call(ctx, func(ctx context.Context) (protocol.TryResult, error) {
+		return family.Watch(ctx, s.probe, func(ctx context.Context) (protocol.TryResult, error) {
 			return protocol.Acquire(ctx, s.rdb, a.keys, a.try)
 		})
 	}
@@ -135,7 +136,7 @@ func (a *singleAttempt) acquire(ctx context.Context) (protocol.TryResult, family
 		node = n
 	}
 	var acked int64
-	res, sent, err := family.Call(ctx, func(ctx context.Context) (r protocol.TryResult, err error) {
+	res, sent, err := family.Watch(ctx, s.probe, func(ctx context.Context) (r protocol.TryResult, err error) {
 		r, acked, err = protocol.AcquireAcked(ctx, node, a.keys, a.try, s.cfg.Single.Replicas, s.cfg.Single.AckTimeout)
 		return r, err
 	})
@@ -194,7 +195,7 @@ func (a *singleAttempt) leave(ctx context.Context, passOn bool) error {
 	s := a.s
 	return a.r.Pending.Detach(ctx, releaseTimeout, lifetime.CleanupBound(a.r.TTL), func(ctx context.Context) error {
 		_, err := protocol.Leave(ctx, s.rdb, a.keys, s.release(a.try.Holder), passOn)
-		if err != nil && family.SentOf(err) != family.Ran && family.Unreachable(ctx, s.rdb) {
+		if err != nil && family.SentOf(err) != family.Ran && s.probe.Unreachable(ctx) {
 			return nil // the server is down: nothing to undo until it is back, and then the ttl does
 		}
 		return err

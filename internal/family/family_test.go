@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"syscall"
 	"testing"
 	"time"
 
@@ -89,11 +90,15 @@ func TestUnreachableSeesARefusedPort(t *testing.T) {
 	addr := ln.Addr().String()
 	rdb := redis.NewClient(&redis.Options{Addr: addr})
 	defer rdb.Close()
-	if Unreachable(context.Background(), rdb) {
+	if NewProber(rdb).Unreachable(context.Background()) {
 		t.Fatal("a listening port reported unreachable")
 	}
 	ln.Close()
-	if !Unreachable(context.Background(), rdb) {
+	p := NewProber(rdb)
+	if !p.Unreachable(context.Background()) {
 		t.Fatal("a closed port reported reachable")
+	}
+	if de := p.Probe(context.Background()); !errors.Is(de, syscall.ECONNREFUSED) || de.Addr != addr {
+		t.Fatalf("probe = %v", de)
 	}
 }

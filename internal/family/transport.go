@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"net"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -61,33 +63,151 @@ func Call[T any](ctx context.Context, call func(context.Context) (T, error)) (T,
 	return v, SentOf(err), err
 }
 
-// Unreachable reports whether rdb's server refuses connections right now,
-// by dialing its address directly (rdb itself is left alone). A cleanup
-// whose call got no reply asks it: a server that is not running holds
-// nothing the cleanup could undo now, and when it comes back, a lock it
-// kept expires with its ttl. Only a *redis.Client without TLS can be asked
-// (through its Network and Addr: a custom dialer is not used); for any
-// other client it reports false.
-func Unreachable(ctx context.Context, rdb redis.UniversalClient) bool {
+// DialError is a direct dial to a client's server that failed.
+type DialError struct {
+	Addr string
+	Err  error
+}
+
+// Error returns "last dial to ADDR: ERR", without the "dial tcp ADDR" that
+// a *net.OpError repeats.
+func (e *DialError) Error() string {
+	err := e.Err
+	if op, ok := err.(*net.OpError); ok && op.Err != nil {
+		err = op.Err
+	}
+	return "last dial to " + e.Addr + ": " + err.Error()
+}
+
+// Unwrap returns Err: errors.Is(err, syscall.ECONNREFUSED) holds.
+func (e *DialError) Unwrap() error { return e.Err }
+
+// Prober dials a client's server directly, bypassing the client (which it
+// leaves alone), to tell a server that refuses connections from one that
+// is slow: go-redis retries a refused dial in the background, and its
+// caller sees only its own context end. Only a *redis.Client without TLS
+// can be probed (through its Network and Addr); for any other client a
+// Prober reports nothing. One dial runs at a time, and its result serves
+// every call for probeFresh.
+type Prober struct {
+	network, addr string
+
+	mu      sync.Mutex
+	at      time.Time
+	last    *DialError
+	running chan struct{} // closed when the running dial ends
+}
+
+// NewProber returns the prober of rdb.
+func NewProber(rdb redis.UniversalClient) *Prober {
 	c, ok := rdb.(*redis.Client)
 	if !ok {
-		return false
+		return &Prober{}
 	}
 	o := c.Options()
 	if o.TLSConfig != nil || o.Addr == "" {
-		return false
+		return &Prober{}
 	}
+	return &Prober{network: o.Network, addr: o.Addr}
+}
+
+// Probe returns the error of a direct dial to the server, or nil when it
+// connected (or the client cannot be probed, or ctx ended first).
+func (p *Prober) Probe(ctx context.Context) *DialError {
+	if p == nil || p.addr == "" {
+		return nil
+	}
+	p.mu.Lock()
+	if time.Since(p.at) < probeFresh {
+		last := p.last
+		p.mu.Unlock()
+		return last
+	}
+	running := p.running
+	if running == nil {
+		p.running = make(chan struct{})
+		p.mu.Unlock()
+		last := p.dial(ctx)
+		p.mu.Lock()
+		p.at, p.last = time.Now(), last
+		close(p.running)
+		p.running = nil
+		p.mu.Unlock()
+		return last
+	}
+	p.mu.Unlock()
+	select {
+	case <-running:
+	case <-ctx.Done():
+		return nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.last
+}
+
+func (p *Prober) dial(ctx context.Context) *DialError {
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
 	var d net.Dialer
-	conn, err := d.DialContext(ctx, o.Network, o.Addr)
+	conn, err := d.DialContext(ctx, p.network, p.addr)
 	if err != nil {
 		var operr *net.OpError
-		return errors.As(err, &operr) && !operr.Timeout()
+		if errors.As(err, &operr) && !operr.Timeout() {
+			return &DialError{Addr: p.addr, Err: err}
+		}
+		return nil // a dial that timed out says nothing a slow server would not
 	}
 	conn.Close()
-	return false
+	return nil
 }
 
-// probeTimeout bounds Unreachable's dial.
-const probeTimeout = 200 * time.Millisecond
+// Unreachable reports whether the server refuses connections right now. A
+// cleanup whose call got no reply asks it: a server that is not running
+// holds nothing the cleanup could undo now, and a lock it kept, when it
+// comes back, expires with its ttl.
+func (p *Prober) Unreachable(ctx context.Context) bool { return p.Probe(ctx) != nil }
+
+// Watch runs call, and if it is still running after probeAfter, probes the
+// server meanwhile. When call fails without a reply and the probe found
+// the server refusing connections, the error names the refused dial:
+// "ERR (last dial to ADDR: connect: connection refused)". The probe is
+// bounded by ctx, so it does not outlive the call by more than a dial's
+// start.
+func Watch[T any](ctx context.Context, p *Prober, call func(context.Context) (T, error)) (T, Sent, error) {
+	if p == nil || p.addr == "" {
+		return Call(ctx, call)
+	}
+	var found atomic.Pointer[DialError]
+	t := time.AfterFunc(probeAfter, func() {
+		if de := p.Probe(ctx); de != nil {
+			found.Store(de)
+		}
+	})
+	v, sent, err := Call(ctx, call)
+	t.Stop()
+	if de := found.Load(); de != nil && err != nil && sent == MayHaveRun {
+		// Refused meanwhile: this call never got a connection.
+		return v, NotSent, &causeError{err: err, dial: de}
+	}
+	return v, sent, err
+}
+
+// causeError is an error that ended by its context, with the dial failure
+// that explains it.
+type causeError struct {
+	err  error
+	dial *DialError
+}
+
+func (e *causeError) Error() string   { return e.err.Error() + " (" + e.dial.Error() + ")" }
+func (e *causeError) Unwrap() []error { return []error{e.err, e.dial} }
+
+const (
+	// probeAfter is how long a call runs before its server is probed.
+	probeAfter = 50 * time.Millisecond
+	// probeFresh is how long a probe's result serves.
+	probeFresh = 100 * time.Millisecond
+	// probeTimeout bounds a probe's dial.
+	probeTimeout = 200 * time.Millisecond
+)

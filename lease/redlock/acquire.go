@@ -175,7 +175,7 @@ func (a *attempt) releaseAfter(ctx context.Context, holder string, reacquire boo
 		var left []node
 		var leftGranted []bool
 		for i, r := range out {
-			if r.err == nil || (r.sent != family.Ran && family.Unreachable(ctx, nodes[i].rdb)) {
+			if r.err == nil || (r.sent != family.Ran && nodes[i].probe.Unreachable(ctx)) {
 				continue
 			}
 			left, leftGranted = append(left, nodes[i]), append(leftGranted, granted[i])
@@ -208,9 +208,13 @@ func (q *quorum) releaseInBackground(ctx context.Context, p *lifetime.Pending, k
 	p.Go(func() { fanout(context.WithoutCancel(ctx), q.nodes, q.set.nodeTimeout, releaseOp(k, holder), nil) })
 }
 
-// slow reports whether a node only did not answer in time. A node that is
-// down fails with its refused dial at once, given the settings New checks.
-func slow(r reply[protocol.TryResult]) bool { return errors.Is(r.err, ErrNodeTimeout) }
+// slow reports whether a node only did not answer in time: a node timeout
+// with no refused dial to the node meanwhile (a node whose dial is refused
+// is down, not slow).
+func slow(r reply[protocol.TryResult]) bool {
+	var dial *family.DialError
+	return errors.Is(r.err, ErrNodeTimeout) && !errors.As(r.err, &dial)
+}
 
 // freeAt estimates, from the remaining ttls the busy nodes reported, how long
 // until a majority of nodes is free; 0 when unknown.

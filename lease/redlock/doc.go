@@ -60,7 +60,7 @@
 // A [Lease] shares the single-node lease's lifetime (package lease): the
 // same local deadline, Done, Err, Context, keep-alive, serialised Refresh,
 // Release and Reissue, and the same rules for ttls and keep-alive
-// intervals. It satisfies lease.Interface, so helpers written for one lease
+// intervals. It satisfies *lease.Lease, so helpers written for one lease
 // kind work with both.
 //
 // # Redlock is not a correctness lock

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/fencelock/fencelock/internal/family"
 )
 
 // ErrNodeTimeout is wrapped by the [NodeError] of a node that did not
@@ -34,9 +36,14 @@ func (e *NodeError) Unwrap() error { return e.Err }
 
 // nodeTimeout is the error of a node the caller stopped waiting for; the
 // cause is only named, so that the error is not context.DeadlineExceeded.
+// A refused dial to the node meanwhile stays in the chain.
 func nodeTimeout(d time.Duration, cause error) error {
-	if cause == nil {
+	var dial *family.DialError
+	switch {
+	case cause == nil:
 		return fmt.Errorf("%w (%v)", ErrNodeTimeout, d)
+	case errors.As(cause, &dial):
+		return fmt.Errorf("%w (%v): %w", ErrNodeTimeout, d, dial)
 	}
 	return fmt.Errorf("%w (%v): %v", ErrNodeTimeout, d, cause)
 }

@@ -19,6 +19,7 @@ type node struct {
 	addr   string
 	rdb    redis.UniversalClient
 	notify *notify.Notifier // its waiters' pub/sub, whose mode its releases follow
+	probe  *family.Prober   // tells a node that refuses connections from a slow one
 }
 
 // reply is one node's answer to a fanned-out call. err is nil when the node
@@ -69,7 +70,7 @@ func fanout[T any](ctx context.Context, nodes []node, timeout time.Duration,
 			if !state[i].CompareAndSwap(waiting, making) {
 				return // fanout is gone: the call is never made
 			}
-			v, sent, err := family.Call(ctx, func(ctx context.Context) (T, error) { return op(ctx, n) })
+			v, sent, err := family.Watch(ctx, n.probe, func(ctx context.Context) (T, error) { return op(ctx, n) })
 			ch <- answer{i, v, sent, err}
 		}()
 	}
@@ -155,4 +156,3 @@ func failed[T any](rs []reply[T]) error {
 	}
 	return sentinel.Join(errs...)
 }
-

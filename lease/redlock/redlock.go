@@ -23,8 +23,9 @@ import (
 // with an error wrapping lease.ErrInvalid and before any I/O: a node count
 // that is not odd and at least three (unless [WithForceNodeCount]), a nil
 // or repeated node, and a *redis.Client node without the settings the node
-// timeout needs (ContextTimeoutEnabled: true, MaxRetries: -1, DialerRetries:
-// 1), naming the setting. fencelock adds nothing to the node clients and
+// timeout needs (ContextTimeoutEnabled: true, MaxRetries: -1), naming the
+// setting. DialerRetries: 1 is advised too: a node that is down then fails
+// at once rather than after the node timeout. fencelock adds nothing to the node clients and
 // never closes them.
 func New[C redis.UniversalClient](nodes []C, opts ...Option) (*lease.Client, error) {
 	var leaseOpts []lease.Option
@@ -84,7 +85,7 @@ func newQuorum(cfg *family.Config, clients []redis.UniversalClient, opts []optio
 		if err := checkNode(rdb); err != nil {
 			return nil, cfg.Invalidf("redlock: node %s: %v", addr, err)
 		}
-		q.nodes = append(q.nodes, node{addr: addr, rdb: rdb, notify: notify.New(rdb)})
+		q.nodes = append(q.nodes, node{addr: addr, rdb: rdb, notify: notify.New(rdb), probe: family.NewProber(rdb)})
 	}
 	return q, nil
 }
@@ -103,9 +104,6 @@ func checkNode(rdb redis.UniversalClient) error {
 	}
 	if o.MaxRetries > 0 {
 		miss = append(miss, fmt.Sprintf("MaxRetries: -1 (it is %d: retries only spend the node timeout)", o.MaxRetries))
-	}
-	if o.DialerRetries > 1 {
-		miss = append(miss, fmt.Sprintf("DialerRetries: 1 (it is %d: a down node would spend the node timeout on dials)", o.DialerRetries))
 	}
 	if len(miss) > 0 {
 		return fmt.Errorf("set %s", strings.Join(miss, ", "))

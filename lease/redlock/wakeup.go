@@ -17,8 +17,8 @@ import (
 // node, not all of them. Without WithWakeup it has no registrations and
 // only its timers wake it.
 type wakeup struct {
-	a    *attempt
-	ws   []*notify.Waiter // in node order; nil without WithWakeup
+	a  *attempt
+	ws []*notify.Waiter // in node order; nil without WithWakeup
 }
 
 func (a *attempt) Joined() family.Waker { return nil }
