@@ -87,7 +87,7 @@ func (c *Client) Close(ctx context.Context) error {
 // telling for how much longer; on a quorum it joins the nodes' errors.
 func (c *Client) TryAcquire(ctx context.Context, name string, ttl time.Duration, opts ...AcquireOption) (*Lease, error) {
 	return emit.Observed(c.hooks(), c.kind(), ctx, name, ttl, false, ErrNotAcquired, func(ctx context.Context, p *emit.Progress) (*Lease, error) {
-		a, ac, err := c.begin(ctx, name, ttl, opts)
+		a, ac, err := c.begin(ctx, name, ttl, false, opts)
 		if err != nil {
 			return nil, err
 		}
@@ -127,7 +127,7 @@ func (c *Client) TryAcquire(ctx context.Context, name string, ttl time.Duration,
 // only time out are retried, for at most a ttl.
 func (c *Client) Acquire(ctx context.Context, name string, ttl time.Duration, opts ...AcquireOption) (*Lease, error) {
 	return emit.Observed(c.hooks(), c.kind(), ctx, name, ttl, true, ErrNotAcquired, func(ctx context.Context, p *emit.Progress) (*Lease, error) {
-		a, ac, err := c.begin(ctx, name, ttl, opts)
+		a, ac, err := c.begin(ctx, name, ttl, true, opts)
 		if err != nil {
 			return nil, err
 		}
@@ -214,7 +214,7 @@ func (c *Client) wait(ctx context.Context, a family.Attempt, name string, ttl, k
 }
 
 // begin validates an acquisition before any I/O and starts it.
-func (c *Client) begin(ctx context.Context, name string, ttl time.Duration, opts []AcquireOption) (family.Attempt, family.Acquire, error) {
+func (c *Client) begin(ctx context.Context, name string, ttl time.Duration, waiting bool, opts []AcquireOption) (family.Attempt, family.Acquire, error) {
 	switch {
 	case c == nil || c.s == nil:
 		return nil, family.Acquire{}, invalid("nil client")
@@ -240,7 +240,7 @@ func (c *Client) begin(ctx context.Context, name string, ttl time.Duration, opts
 			return nil, ac, notAcquired(ctx, name, nil)
 		}
 	}
-	return c.s.Begin(family.Request{Name: name, TTL: ttl, Holder: ac.Holder, Pending: &c.pending}), ac, nil
+	return c.s.Begin(family.Request{Name: name, TTL: ttl, Holder: ac.Holder, Waiting: waiting, Pending: &c.pending}), ac, nil
 }
 
 // newLease starts the lifetime of what a try obtained.

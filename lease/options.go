@@ -23,13 +23,15 @@ type SharedOption interface {
 
 // option is a lease-only option; shared is an option of both kinds.
 type (
-	option struct{ family.Set }
-	shared struct{ family.Set }
+	option struct{ set family.Set }
+	shared struct{ set family.Set }
 )
 
-func (option) LeaseOption()   {}
-func (shared) LeaseOption()   {}
-func (shared) RedlockOption() {}
+func (o option) Set(c *family.Config) error { return o.set(c) }
+func (o shared) Set(c *family.Config) error { return o.set(c) }
+func (option) LeaseOption()                 {}
+func (shared) LeaseOption()                 {}
+func (shared) RedlockOption()               {}
 
 // Defaults of the options.
 const (

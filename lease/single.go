@@ -81,8 +81,8 @@ func (a *singleAttempt) grant(seq uint64, start time.Time) *family.Grant {
 }
 
 func (a *singleAttempt) Try(ctx context.Context) (*family.Grant, family.Miss, error) {
-	if a.try.Fair {
-		a.try.Attempt = protocol.NewAttempt()
+	if a.try.Fair && a.r.Waiting {
+		a.try.Attempt = protocol.NewAttempt() // queues the waiter
 	}
 	start := time.Now()
 	a.tries.add(a.try.Attempt, start)
@@ -100,7 +100,7 @@ func (a *singleAttempt) Try(ctx context.Context) (*family.Grant, family.Miss, er
 	}
 	if !res.Got() {
 		m := family.Miss{Remaining: res.PTTL, Queued: res.Outcome == protocol.Reserved}
-		if a.try.Fair {
+		if a.try.Fair && a.r.Waiting {
 			// Queued: a release hands the lock over and says so; the
 			// next try, at most a third of the ticket's life away,
 			// renews the ticket and finds a lost message.

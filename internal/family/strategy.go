@@ -29,6 +29,9 @@ type Request struct {
 	TTL  time.Duration
 	// Holder is WithHolder's id, "" for a fresh one.
 	Holder string
+	// Waiting: Acquire, which waits (and, on a fair lock, queues), rather
+	// than TryAcquire.
+	Waiting bool
 	// Pending counts the kind's background cleanups; Close waits for them.
 	Pending *lifetime.Pending
 }

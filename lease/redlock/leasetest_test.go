@@ -6,8 +6,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fencelock/fencelock/internal/testenv"
-	"github.com/fencelock/fencelock/lease/leasetest"
 	"github.com/fencelock/fencelock/lease"
+	"github.com/fencelock/fencelock/lease/leasetest"
 	"github.com/fencelock/fencelock/lease/redlock"
 )
 

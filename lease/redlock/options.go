@@ -71,6 +71,7 @@ func WithWakeup(on bool) Option {
 }
 
 // kind is the option New hands to lease.New: it makes the client a quorum.
-type kind struct{ family.Set }
+type kind struct{ set family.Set }
 
-func (kind) LeaseOption() {}
+func (k kind) Set(c *family.Config) error { return k.set(c) }
+func (kind) LeaseOption()                 {}
