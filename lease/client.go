@@ -201,9 +201,9 @@ func (c *Client) wait(ctx context.Context, a family.Attempt, name string, ttl, k
 			if werr != nil {
 				return nil, notAcquired(ctx, name, err)
 			}
-			if woken {
-				waits, p.Handoff = 0, true
-			}
+			// A wake-up that lost the race is not reset: the backoff goes
+			// on growing, and the next release wakes a waiter anyway.
+			p.Handoff = woken
 			if g != nil {
 				if l := c.newLease(g, ttl, keepAlive); l.Held() {
 					return l, nil

@@ -122,7 +122,7 @@ func (a *singleAttempt) Try(ctx context.Context) (*family.Grant, family.Miss, er
 func (a *singleAttempt) acquire(ctx context.Context) (protocol.TryResult, family.Sent, error) {
 	s := a.s
 	if s.cfg.Single.Replicas == 0 {
-		return family.Watch(ctx, s.probe, func(ctx context.Context) (protocol.TryResult, error) {
+		return family.Watch(ctx, s.probe, 0, func(ctx context.Context) (protocol.TryResult, error) {
 			return protocol.Acquire(ctx, s.rdb, a.keys, a.try)
 		})
 	}
@@ -136,7 +136,7 @@ func (a *singleAttempt) acquire(ctx context.Context) (protocol.TryResult, family
 		node = n
 	}
 	var acked int64
-	res, sent, err := family.Watch(ctx, s.probe, func(ctx context.Context) (r protocol.TryResult, err error) {
+	res, sent, err := family.Watch(ctx, s.probe, 0, func(ctx context.Context) (r protocol.TryResult, err error) {
 		r, acked, err = protocol.AcquireAcked(ctx, node, a.keys, a.try, s.cfg.Single.Replicas, s.cfg.Single.AckTimeout)
 		return r, err
 	})

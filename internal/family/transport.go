@@ -6,6 +6,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -152,11 +153,10 @@ func (p *Prober) dial(ctx context.Context) *DialError {
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, p.network, p.addr)
 	if err != nil {
-		var operr *net.OpError
-		if errors.As(err, &operr) && !operr.Timeout() {
+		if errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EHOSTUNREACH) || errors.Is(err, syscall.ENETUNREACH) {
 			return &DialError{Addr: p.addr, Err: err}
 		}
-		return nil // a dial that timed out says nothing a slow server would not
+		return nil // a dial that timed out or was cancelled says nothing a slow server would not
 	}
 	conn.Close()
 	return nil
@@ -168,19 +168,25 @@ func (p *Prober) dial(ctx context.Context) *DialError {
 // comes back, expires with its ttl.
 func (p *Prober) Unreachable(ctx context.Context) bool { return p.Probe(ctx) != nil }
 
-// Watch runs call, and if it is still running after probeAfter, probes the
+// Watch runs call, and if it is still running after after (ProbeAfter
+// when 0), probes the
 // server meanwhile. When call fails without a reply and the probe found
 // the server refusing connections, the error names the refused dial:
 // "ERR (last dial to ADDR: connect: connection refused)". The probe is
 // bounded by ctx, so it does not outlive the call by more than a dial's
 // start.
-func Watch[T any](ctx context.Context, p *Prober, call func(context.Context) (T, error)) (T, Sent, error) {
+func Watch[T any](ctx context.Context, p *Prober, after time.Duration, call func(context.Context) (T, error)) (T, Sent, error) {
 	if p == nil || p.addr == "" {
 		return Call(ctx, call)
 	}
+	if after <= 0 {
+		after = ProbeAfter
+	}
 	var found atomic.Pointer[DialError]
-	t := time.AfterFunc(probeAfter, func() {
-		if de := p.Probe(ctx); de != nil {
+	t := time.AfterFunc(after, func() {
+		// The probe outlives a call that ends meanwhile by at most one
+		// dial (probeTimeout), so that its result serves the next calls.
+		if de := p.Probe(context.WithoutCancel(ctx)); de != nil {
 			found.Store(de)
 		}
 	})
@@ -188,9 +194,34 @@ func Watch[T any](ctx context.Context, p *Prober, call func(context.Context) (T,
 	t.Stop()
 	if de := found.Load(); de != nil && err != nil && sent == MayHaveRun {
 		// Refused meanwhile: this call never got a connection.
-		return v, NotSent, &causeError{err: err, dial: de}
+		return v, NotSent, Named(err, de)
 	}
 	return v, sent, err
+}
+
+// Named returns err, an error of a call that got no reply, with the
+// refused dial that explains it: "ERR (last dial to ADDR: ...)".
+// errors.Is finds both.
+func Named(err error, de *DialError) error {
+	var known *DialError
+	if de == nil || errors.As(err, &known) {
+		return err
+	}
+	return &causeError{err: err, dial: de}
+}
+
+// Since returns the failed dial of a probe made at or after start, if the
+// last probe was one; else nil.
+func (p *Prober) Since(start time.Time) *DialError {
+	if p == nil {
+		return nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.at.Before(start) {
+		return nil
+	}
+	return p.last
 }
 
 // causeError is an error that ended by its context, with the dial failure
@@ -204,8 +235,9 @@ func (e *causeError) Error() string   { return e.err.Error() + " (" + e.dial.Err
 func (e *causeError) Unwrap() []error { return []error{e.err, e.dial} }
 
 const (
-	// probeAfter is how long a call runs before its server is probed.
-	probeAfter = 50 * time.Millisecond
+	// ProbeAfter is how long a call runs, by default, before its server is
+	// probed.
+	ProbeAfter = 50 * time.Millisecond
 	// probeFresh is how long a probe's result serves.
 	probeFresh = 100 * time.Millisecond
 	// probeTimeout bounds a probe's dial.

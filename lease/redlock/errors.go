@@ -43,7 +43,7 @@ func nodeTimeout(d time.Duration, cause error) error {
 	case cause == nil:
 		return fmt.Errorf("%w (%v)", ErrNodeTimeout, d)
 	case errors.As(cause, &dial):
-		return fmt.Errorf("%w (%v): %w", ErrNodeTimeout, d, dial)
+		return family.Named(fmt.Errorf("%w (%v)", ErrNodeTimeout, d), dial)
 	}
 	return fmt.Errorf("%w (%v): %v", ErrNodeTimeout, d, cause)
 }

@@ -20,7 +20,24 @@ type node struct {
 	rdb    redis.UniversalClient
 	notify *notify.Notifier // its waiters' pub/sub, whose mode its releases follow
 	probe  *family.Prober   // tells a node that refuses connections from a slow one
+	// slots bounds the calls in flight to the node by its client's pool
+	// size: a call waits for a slot before its node timeout starts, so a
+	// burst of waiters queues here instead of timing out in go-redis's
+	// pool.
+	slots chan struct{}
 }
+
+func newNode(addr string, rdb redis.UniversalClient) node {
+	size := defaultSlots
+	if c, ok := rdb.(*redis.Client); ok && c.Options().PoolSize > 0 {
+		size = c.Options().PoolSize
+	}
+	return node{addr: addr, rdb: rdb, notify: notify.New(rdb), probe: family.NewProber(rdb), slots: make(chan struct{}, size)}
+}
+
+// defaultSlots bounds the calls in flight to a node whose pool size is not
+// known.
+const defaultSlots = 64
 
 // reply is one node's answer to a fanned-out call. err is nil when the node
 // answered val, else a *NodeError. sent says what the call did: a call that
@@ -41,20 +58,22 @@ const (
 )
 
 // fanout calls op on every node at once and collects the answers. Each call
-// runs under ctx and a deadline timeout away; fanout returns when every node
-// has answered, when that deadline or ctx ends, or as soon as settled (if not
-// nil) reports, given the replies so far, that the outcome cannot change.
-// Replies not in by then carry a *NodeError wrapping ErrNodeTimeout, or
-// ctx.Err() when the caller's context ended, or errNotAwaited when settled
-// ended the wait; and whether their call was made, as a value.
+// waits for one of its node's slots, then runs under ctx and a deadline
+// timeout away; fanout returns when every node has answered, when ctx
+// ends, or as soon as settled (if not nil) reports, given the replies so
+// far, that the outcome cannot change. Replies not in by then carry a
+// *NodeError wrapping ErrNodeTimeout, or ctx.Err() when the caller's
+// context ended, or errNotAwaited when settled ended the wait; and whether
+// their call was made, as a value. A node that refused a direct dial
+// meanwhile is named in its error, and its call was not sent.
 //
 // The calls still running are cancelled and left to finish on their own
 // goroutines; they send into a buffered channel, so they never block.
 func fanout[T any](ctx context.Context, nodes []node, timeout time.Duration,
 	op func(context.Context, node) (T, error), settled func([]reply[T]) bool,
 ) []reply[T] {
-	parent := ctx
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	parent, start := ctx, time.Now()
+	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
 	type answer struct {
@@ -67,10 +86,21 @@ func fanout[T any](ctx context.Context, nodes []node, timeout time.Duration,
 	state := make([]atomic.Int32, len(nodes))
 	for i, n := range nodes {
 		go func() {
+			select {
+			case n.slots <- struct{}{}:
+				defer func() { <-n.slots }()
+			case <-ctx.Done():
+				if state[i].CompareAndSwap(waiting, dropped) {
+					ch <- answer{i: i, sent: family.NotSent, err: ctx.Err()}
+				}
+				return
+			}
 			if !state[i].CompareAndSwap(waiting, making) {
 				return // fanout is gone: the call is never made
 			}
-			v, sent, err := family.Watch(ctx, n.probe, func(ctx context.Context) (T, error) { return op(ctx, n) })
+			cctx, ccancel := context.WithTimeout(ctx, timeout)
+			defer ccancel()
+			v, sent, err := family.Watch(cctx, n.probe, min(timeout/2, family.ProbeAfter), func(ctx context.Context) (T, error) { return op(ctx, n) })
 			ch <- answer{i, v, sent, err}
 		}()
 	}
@@ -92,7 +122,7 @@ collect:
 			if settled != nil && settled(out) {
 				break collect
 			}
-		case <-ctx.Done():
+		case <-parent.Done():
 			for { // keep the answers already in
 				select {
 				case a := <-ch:
@@ -111,10 +141,14 @@ collect:
 		if state[i].CompareAndSwap(waiting, dropped) {
 			out[i].sent = family.NotSent
 		}
-		if ctx.Err() == nil {
+		var cause error
+		if de := nodes[i].probe.Since(start); de != nil {
+			cause, out[i].sent = de, family.NotSent // refused: it never got a connection
+		}
+		if parent.Err() == nil {
 			out[i].err = errNotAwaited // settled early
 		} else {
-			out[i].err = &NodeError{Addr: nodes[i].addr, Err: nodeErr(parent, timeout, nil)}
+			out[i].err = &NodeError{Addr: nodes[i].addr, Err: nodeErr(parent, timeout, cause)}
 		}
 	}
 	return out
@@ -124,7 +158,10 @@ collect:
 // not answer in time (the per-node deadline passed, or the client's own
 // timeout fired first), or (cause) its own error.
 func nodeErr(parent context.Context, timeout time.Duration, cause error) error {
+	var dial *family.DialError
 	switch pe := lifetime.Ended(parent); {
+	case pe != nil && errors.As(cause, &dial):
+		return family.Named(pe, dial)
 	case pe != nil:
 		if cause != nil && !errors.Is(cause, pe) {
 			return sentinel.Join(pe, cause)

@@ -10,7 +10,6 @@ import (
 
 	"github.com/fencelock/fencelock/internal/family"
 	"github.com/fencelock/fencelock/internal/isnil"
-	"github.com/fencelock/fencelock/internal/notify"
 	"github.com/fencelock/fencelock/internal/protocol"
 	"github.com/fencelock/fencelock/lease"
 	"github.com/fencelock/fencelock/observe"
@@ -85,7 +84,7 @@ func newQuorum(cfg *family.Config, clients []redis.UniversalClient, opts []optio
 		if err := checkNode(rdb); err != nil {
 			return nil, cfg.Invalidf("redlock: node %s: %v", addr, err)
 		}
-		q.nodes = append(q.nodes, node{addr: addr, rdb: rdb, notify: notify.New(rdb), probe: family.NewProber(rdb)})
+		q.nodes = append(q.nodes, newNode(addr, rdb))
 	}
 	return q, nil
 }
