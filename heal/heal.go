@@ -24,7 +24,6 @@ import (
 	"fmt"
 
 	"github.com/fencelock/fencelock/fence"
-	"github.com/fencelock/fencelock/internal/isnil"
 	"github.com/fencelock/fencelock/internal/sentinel"
 	"github.com/fencelock/fencelock/lease"
 	"github.com/fencelock/fencelock/verifier"
@@ -59,19 +58,18 @@ func WithAttempts(n int) Option {
 // Write calls write with l's token. If write returns an error for which
 // errors.As finds a *verifier.StaleError, and l still holds its lock,
 // Write reissues l's token above the storage's highest Seq (l.Reissue) and
-// calls write again with it. l is any lease kind: a *lease.Lease, or a
-// *redlock.Lease with quorum fencing, whose Reissue lifts the counters of a
-// majority.
+// calls write again with it. l is a lease of either kind (on a quorum,
+// with quorum fencing, Reissue lifts the counters of a majority).
 //
 // write must be one guarded write (check and write in one atomic step, such
 // as a pgverifier transaction), so a rejected attempt changed nothing.
 // Write returns nil, write's last error, or that error joined with the
 // reason it could not heal (the lease is lost: errors.Is(err, lease.ErrLost)).
-func Write(ctx context.Context, l lease.Interface, write func(ctx context.Context, tok fence.Token) error, opts ...Option) error {
+func Write(ctx context.Context, l *lease.Lease, write func(ctx context.Context, tok fence.Token) error, opts ...Option) error {
 	switch {
 	case ctx == nil:
 		return fmt.Errorf("%w: nil context", ErrInvalid)
-	case isnil.Nil(l):
+	case l == nil:
 		return fmt.Errorf("%w: nil lease", ErrInvalid)
 	case write == nil:
 		return fmt.Errorf("%w: nil write function", ErrInvalid)

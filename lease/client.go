@@ -7,129 +7,248 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fencelock/fencelock/fence"
-	"github.com/fencelock/fencelock/internal/batch"
 	"github.com/fencelock/fencelock/internal/emit"
 	"github.com/fencelock/fencelock/internal/family"
 	"github.com/fencelock/fencelock/internal/isnil"
 	"github.com/fencelock/fencelock/internal/lifetime"
-	"github.com/fencelock/fencelock/internal/notify"
-	"github.com/fencelock/fencelock/internal/protocol"
 	"github.com/fencelock/fencelock/observe"
 )
 
-// Client hands out leases on one Redis deployment: a standalone server, a
-// Sentinel-managed primary or a Redis Cluster (every key of one lock shares a
-// hash slot). It is safe for concurrent use.
+// Client hands out leases, on one Redis deployment ([New]: a standalone
+// server, a Sentinel-managed primary or a Redis Cluster) or on a quorum of
+// independent masters (redlock.New). Both kinds are this one type, with the
+// same methods and the same [Lease]. It is safe for concurrent use.
 //
-// A Client's waiting Acquire calls share one pub/sub connection, opened when
-// the first of them waits and closed a second after the last one is done,
-// so a thousand waiters cost one connection, not a thousand. On a Redis
-// Cluster with sharded pub/sub (Redis 7 and later) they use SSUBSCRIBE
-// instead, with one connection per master that serves a waited-for lock.
+// A Client's waiting Acquire calls share one pub/sub connection (per node),
+// opened when the first of them waits and closed a second after the last
+// one is done.
 type Client struct {
-	// rdb is batch, the caller's client with its script calls batched
-	// (see New); raw is the caller's client itself.
-	rdb     redis.UniversalClient
-	raw     redis.UniversalClient
-	batch   *batch.Client
+	s       family.Strategy
 	cfg     family.Config
-	notify  *notify.Notifier
-	dials   *family.Dials    // rdb's last failed dial, named by an acquire that timed out
 	pending lifetime.Pending // background cleanups, which Close waits for
 	closed  atomic.Bool
 }
 
-// New returns a Client that uses rdb. It rejects a nil rdb (a typed nil
-// such as a nil *redis.Client too), a nil option and bad option values with
-// an error wrapping ErrInvalid, and does no I/O. The client is not closed by
-// fencelock; close it yourself when done.
+// New returns a Client that takes locks on rdb. It rejects a nil rdb (a
+// typed nil too), a nil option and bad option values with an error
+// wrapping ErrInvalid, and does no I/O. fencelock adds nothing to rdb and
+// never closes it: every command goes through rdb's own methods, so its
+// hooks see them.
 //
-// Give rdb ContextTimeoutEnabled: true. Every call of this package honours
-// its context, but go-redis applies a context's deadline to socket reads
-// only with that option: without it, a call to a frozen server (SIGSTOP, a
-// partition that drops packets) waits for the client's ReadTimeout (3s by
-// default) and its retries (3 by default), whatever the context says. New
-// accepts such a client, because a refusal would break the commonest
-// client setup for a cost that only shows on a frozen server; the README's
-// setup shows the options to use.
-//
-// The Client's script calls (acquire, refresh, release...) go out batched:
-// the calls that its goroutines make at the same moment are sent together
-// as one pipeline, at most two pipelines in flight at a time, and each
-// call still returns at its own context's deadline. Under concurrency this
-// is many times fewer round trips. A lone call (nothing else queued or in
-// flight) is sent at once, directly, on the caller's goroutine. Batched
-// calls pass through rdb's ProcessPipelineHook, lone ones through its
-// ProcessHook. Other commands are sent directly. [Client.Close] stops the
-// idle senders.
-//
-// New adds one hook to rdb (a [redis.Hook], once per *redis.Client however
-// many Clients share it; on a Cluster or Ring client, to the nodes it creates
-// afterwards). It hooks only dialing: it records the last failed dial, so
-// that an acquire whose context ends while go-redis retries a refused
-// connection names it (the error then also wraps syscall.ECONNREFUSED).
-// Commands pass it untouched, but note that go-redis treats a client with
-// any hook as hooked (its AutoPipeline, for one, then takes a slower path).
+// Give rdb ContextTimeoutEnabled: true: go-redis applies a context's
+// deadline to socket reads only with it; without it a call to a frozen
+// server waits for the client's ReadTimeout and retries (about 5s with the
+// defaults), whatever the context says. go-redis also retries a refused
+// dial (MaxRetries, DialerRetries): a server that is down is reported once
+// those retries end (about 2.7s with the defaults) or the context does.
 func New(rdb redis.UniversalClient, opts ...Option) (*Client, error) {
-	if isnil.Nil(rdb) {
-		return nil, invalid("nil redis client")
-	}
-	cfg := family.New(observe.KindLease, ErrInvalid)
-	cfg.Fair = true
+	cfg := family.New(ErrInvalid)
 	if err := family.Apply(&cfg, opts); err != nil {
 		return nil, err
 	}
-	b := batch.New(rdb)
-	return &Client{rdb: b, raw: rdb, batch: b, cfg: cfg, notify: notify.New(rdb), dials: family.DialsOf(rdb)}, nil
+	if cfg.NewStrategy == nil {
+		if isnil.Nil(rdb) {
+			return nil, invalid("nil redis client")
+		}
+		cfg.NewStrategy = func(cfg *family.Config) (family.Strategy, error) { return newSingle(rdb, cfg), nil }
+	}
+	s, err := cfg.NewStrategy(&cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &Client{s: s, cfg: cfg}, nil
 }
 
-// Close waits, until ctx ends, for the client's background cleanups: a
-// waiter that gave up leaving the fair queue (and passing on a lock handed
-// to it meanwhile), a release after a lost reply. A process that exits
-// right after an Acquire ended, as on a signal, calls it so that it does
-// not leave its ticket behind, and the lock is not handed to a process that
-// is gone. Afterwards Acquire and TryAcquire fail with ErrInvalid; leases
-// already held keep working. Close does not close the Redis client, and
-// its error is ctx's when cleanups were still running. Closing twice is
-// fine. Close also ends the goroutines that send the batched script calls
-// once they are idle; calls made afterwards (a held lease's release) still
-// work.
+// Close waits, until ctx ends, for the client's background cleanups (a
+// waiter that gave up leaving the fair queue, the release of a lock a lost
+// reply may have taken), so that a process that exits right after leaves
+// no lock behind. It returns by ctx's deadline whatever the state of Redis:
+// cleanups still running then are abandoned (their locks expire with their
+// ttl) and the error says how many, wrapping ctx.Err(). Afterwards Acquire
+// and TryAcquire fail with ErrInvalid; leases already held keep working.
+// Close does not close the Redis clients. Closing twice is fine.
 func (c *Client) Close(ctx context.Context) error {
-	if c == nil {
-		return invalid("nil client")
-	}
-	if ctx == nil {
-		return invalid("nil context")
+	if c == nil || c.s == nil || ctx == nil {
+		return invalid("nil client or context")
 	}
 	c.closed.Store(true)
-	err := c.pending.Wait(ctx)
-	c.batch.Close()
-	return err
+	if err := c.pending.Wait(ctx); err != nil {
+		return fmt.Errorf("lease: close: %d background cleanups abandoned; their locks expire with their ttl: %w",
+			c.pending.Count(), err)
+	}
+	return nil
 }
 
 // TryAcquire tries once to take lock name for ttl. When another holder has
-// it, the error wraps ErrNotAcquired (and is a *HeldError telling for how
-// much longer).
+// it, the error wraps ErrNotAcquired: on one Redis it is a *HeldError
+// telling for how much longer; on a quorum it joins the nodes' errors.
 func (c *Client) TryAcquire(ctx context.Context, name string, ttl time.Duration, opts ...AcquireOption) (*Lease, error) {
-	return emit.Observed(c.hooks(), observe.KindLease, ctx, name, ttl, false, ErrNotAcquired, c.named(func(ctx context.Context, p *emit.Progress) (*Lease, error) {
-		req, err := c.newRequest(ctx, name, ttl, opts)
+	return emit.Observed(c.hooks(), c.kind(), ctx, name, ttl, false, ErrNotAcquired, func(ctx context.Context, p *emit.Progress) (*Lease, error) {
+		a, ac, err := c.begin(ctx, name, ttl, false, opts)
 		if err != nil {
 			return nil, err
 		}
-		p.Attempts++
-		l, res, err := c.try(ctx, req)
+		for {
+			p.Attempts++
+			g, m, err := a.Try(ctx)
+			switch {
+			case g != nil:
+				if l := c.newLease(g, ttl, ac.Interval); l.Held() {
+					return l, nil
+				}
+				continue // the reply came after the deadline: take it again
+			case lifetime.Ended(ctx) != nil:
+				return nil, notAcquired(ctx, name, err)
+			case err != nil:
+				return nil, err
+			}
+			return nil, &HeldError{Name: name, Remaining: m.Remaining, Queued: m.Queued}
+		}
+	})
+}
+
+// Acquire takes lock name for ttl, waiting while another holder has it.
+//
+// The first try costs one round trip. If the lock is held, the waiter
+// listens for releases through the client's shared pub/sub connection and
+// tries again when a release wakes it, when the holder's remaining ttl
+// runs out, or after a jittered backoff (see [WithBackoff]). On a fair lock
+// (see [WithFair]) a release hands the lock, with a new token, straight to
+// the longest-waiting live waiter, which returns without another round
+// trip. A waiter that gives up leaves the queue.
+//
+// When ctx ends first the error wraps both ErrNotAcquired and ctx.Err(),
+// and a lock the last try may have taken is released in the background. An
+// error of the lock service (one Redis failing, or a majority of nodes) is
+// returned as soon as the Redis client reports it; on a quorum, nodes that
+// only time out are retried, for at most a ttl.
+func (c *Client) Acquire(ctx context.Context, name string, ttl time.Duration, opts ...AcquireOption) (*Lease, error) {
+	return emit.Observed(c.hooks(), c.kind(), ctx, name, ttl, true, ErrNotAcquired, func(ctx context.Context, p *emit.Progress) (*Lease, error) {
+		a, ac, err := c.begin(ctx, name, ttl, true, opts)
 		if err != nil {
 			return nil, err
 		}
-		if l == nil {
-			return nil, &HeldError{Name: name, Remaining: res.PTTL, Queued: res.Outcome == protocol.Reserved}
+		l, err := c.wait(ctx, a, name, ttl, ac.Interval, p)
+		if err != nil {
+			a.Abandon(ctx)
 		}
-		return l, nil
-	}))
+		return l, err
+	})
+}
+
+// wait is the one wait loop of every kind.
+func (c *Client) wait(ctx context.Context, a family.Attempt, name string, ttl, keepAlive time.Duration, p *emit.Progress) (*Lease, error) {
+	// On a lock this client already listens to, join before the first try
+	// (no I/O): a release after that try cannot be missed. Otherwise the
+	// first try goes alone, so an uncontended Acquire costs one round trip
+	// and no subscription; if it misses, listen, and try again at once to
+	// catch a release in between.
+	w := a.Joined()
+	defer func() {
+		if w != nil {
+			w.Close()
+		}
+	}()
+	backoff := c.cfg.Backoff()
+	var failing time.Time // the start of tries that all failed a majority
+	for waits := 0; ; {
+		{
+			if w != nil {
+				w.BeforeTry()
+			}
+			p.Attempts++
+			begun := time.Now()
+			g, m, err := a.Try(ctx)
+			if g != nil {
+				if w != nil {
+					w.Got()
+				}
+				if l := c.newLease(g, ttl, keepAlive); l.Held() {
+					return l, nil
+				}
+				continue // read after its deadline: the next try finds out
+			}
+			p.Handoff = false
+			switch {
+			case lifetime.Ended(ctx) != nil:
+				return nil, notAcquired(ctx, name, err)
+			case m.Unavailable:
+				return nil, err
+			case !m.NoMajority:
+				failing = time.Time{}
+			case failing.IsZero():
+				failing = begun
+			case time.Since(failing) >= ttl:
+				return nil, joinErr(fmt.Errorf("%w: %q: every try for %v (the ttl) failed a majority of the nodes: the lock service is unavailable",
+					ErrNotAcquired, name, time.Since(failing).Round(time.Millisecond)), err)
+			}
+			if w == nil {
+				w = a.Listen(ctx)
+				continue
+			}
+			wait := backoff.Wait(waits)
+			if m.Poll > 0 {
+				wait = m.Poll
+			}
+			if m.Remaining > 0 && m.Remaining+time.Millisecond < wait {
+				wait = m.Remaining + time.Millisecond // expires without a release
+			}
+			waits++
+			g, woken, werr := w.Wait(ctx, wait, m)
+			if werr != nil {
+				return nil, notAcquired(ctx, name, err)
+			}
+			// A wake-up that lost the race is not reset: the backoff goes
+			// on growing, and the next release wakes a waiter anyway.
+			p.Handoff = woken
+			if g != nil {
+				if l := c.newLease(g, ttl, keepAlive); l.Held() {
+					return l, nil
+				}
+			}
+		}
+	}
+}
+
+// begin validates an acquisition before any I/O and starts it.
+func (c *Client) begin(ctx context.Context, name string, ttl time.Duration, waiting bool, opts []AcquireOption) (family.Attempt, family.Acquire, error) {
+	switch {
+	case c == nil || c.s == nil:
+		return nil, family.Acquire{}, invalid("nil client")
+	case ctx == nil:
+		return nil, family.Acquire{}, invalid("nil context")
+	case c.closed.Load():
+		return nil, family.Acquire{}, invalid("the client is closed")
+	}
+	if err := fence.ValidateKey(name); err != nil {
+		return nil, family.Acquire{}, invalid("%w", err)
+	}
+	if err := lifetime.CheckTTL(ttl, c.cfg.DriftFactor); err != nil {
+		return nil, family.Acquire{}, invalid("%w", err)
+	}
+	ac, err := family.ApplyAcquire(&c.cfg, ttl, opts)
+	if err != nil {
+		return nil, ac, err
+	}
+	if ac.Holder != "" {
+		// A cleanup still running may be under the same holder id: it
+		// would delete the lock this re-acquire is about to get back.
+		if err := c.pending.Wait(ctx); err != nil {
+			return nil, ac, notAcquired(ctx, name, nil)
+		}
+	}
+	return c.s.Begin(family.Request{Name: name, TTL: ttl, Holder: ac.Holder, Waiting: waiting, Pending: &c.pending}), ac, nil
+}
+
+// newLease starts the lifetime of what a try obtained.
+func (c *Client) newLease(g *family.Grant, ttl, keepAlive time.Duration) *Lease {
+	cfg := lifetime.Config{Lost: ErrLost, Released: ErrReleased, Invalid: ErrInvalid,
+		DriftFactor: c.cfg.DriftFactor, TTL: ttl, KeepAlive: keepAlive,
+		Hooks: c.cfg.Hooks, Kind: c.s.Kind(), Pending: &c.pending}
+	return &Lease{life: lifetime.Start(g.Backend, g.Token, g.Start, ttl, cfg)}
 }
 
 // hooks returns the client's hooks; nil for a nil client.
@@ -140,195 +259,27 @@ func (c *Client) hooks() *observe.Hooks {
 	return c.cfg.Hooks
 }
 
-// HeldError is returned by TryAcquire when another holder has the lock, or
-// when a fair lock is free but reserved for the waiters queued ahead. It
-// wraps ErrNotAcquired.
-type HeldError struct {
-	Name      string
-	Remaining time.Duration // the holder's remaining ttl; <= 0 when unknown or Queued
-	Queued    bool          // free, but reserved for fair waiters queued ahead
+// kind names the client's kind in events.
+func (c *Client) kind() observe.Kind {
+	if c == nil || c.s == nil {
+		return observe.KindLease
+	}
+	return c.s.Kind()
 }
-
-func (e *HeldError) Error() string {
-	if e.Queued {
-		return fmt.Sprintf("lease: not acquired: %q is reserved for the waiters queued ahead", e.Name)
-	}
-	return fmt.Sprintf("lease: not acquired: %q is held by another holder for %v", e.Name, e.Remaining)
-}
-
-// Unwrap returns ErrNotAcquired.
-func (e *HeldError) Unwrap() error { return ErrNotAcquired }
-
-// request is one validated acquisition.
-type request struct {
-	name      string
-	keys      protocol.Keys
-	ttl       time.Duration
-	try       protocol.Try
-	reacquire bool // WithHolder: the holder may have had the lock before the call
-	opt       family.Acquire
-}
-
-func (c *Client) newRequest(ctx context.Context, name string, ttl time.Duration, opts []AcquireOption) (request, error) {
-	if err := c.usable(ctx); err != nil {
-		return request{}, err
-	}
-	if c.closed.Load() {
-		return request{}, invalid("the client is closed")
-	}
-	if err := fence.ValidateKey(name); err != nil {
-		return request{}, invalid("%w", err)
-	}
-	if err := lifetime.CheckTTL(ttl, c.cfg.DriftFactor); err != nil {
-		return request{}, invalid("%w", err)
-	}
-	ac, err := family.ApplyAcquire(&c.cfg, ttl, opts)
-	if err != nil {
-		return request{}, err
-	}
-	reacquire := ac.Holder != ""
-	if !reacquire {
-		ac.Holder = uuid.NewString()
-	} else if err := c.pending.Wait(ctx); err != nil {
-		// A cleanup still running (a release that went to the background,
-		// a leave) may be under the same holder id: it would delete the
-		// lock this re-acquire is about to get back.
-		return request{}, notAcquired(ctx, name, nil)
-	}
-	return request{
-		name:      name,
-		keys:      protocol.KeysFor(c.cfg.Prefix, name),
-		ttl:       ttl,
-		opt:       ac,
-		reacquire: reacquire,
-		try:       protocol.Try{Holder: ac.Holder, TTL: ttl, Counter: c.counter(), Fair: c.cfg.Fair},
-	}, nil
-}
-
-// counter is how the client keeps counters.
-func (c *Client) counter() protocol.Counter {
-	return protocol.Counter{TTL: c.cfg.CounterTTL, ClockFloor: c.cfg.ClockFloor}
-}
-
-// release is how holder lets go of a lock of this client.
-func (c *Client) release(holder string) protocol.Release {
-	return protocol.Release{Holder: holder, Fair: c.cfg.Fair, Counter: c.counter(), PubSub: c.notify.PubSub()}
-}
-
-// try runs the acquire script once. It returns a lease when acquired, a nil
-// lease and the script's result when the lock is held, or an error.
-func (c *Client) try(ctx context.Context, req request) (*Lease, protocol.TryResult, error) {
-	if lifetime.Ended(ctx) != nil {
-		return nil, protocol.TryResult{}, notAcquired(ctx, req.name, nil)
-	}
-	start := time.Now()
-	res, err := c.acquire(ctx, req)
-	if err != nil {
-		// After a refused connection or an error reply the script did not
-		// run; c.acquire released what it knows it took (ErrNotReplicated,
-		// a failed WAIT); and a re-acquire must not delete a lock its
-		// holder may have had before the call.
-		if protocol.MayHaveRun(err) && !errors.Is(err, errReleased) {
-			c.releaseAfterLostReply(ctx, req, protocol.TryResult{})
-		}
-		if lifetime.Ended(ctx) != nil {
-			return nil, res, notAcquired(ctx, req.name, err)
-		}
-		return nil, res, fmt.Errorf("lease: acquire %q: %w", req.name, err)
-	}
-	if !res.Got() {
-		return nil, res, nil
-	}
-	if lifetime.Ended(ctx) != nil {
-		// A client that does not honour deadlines let the reply in after
-		// ctx ended: the caller has gone, so the lock must not stay taken.
-		c.releaseAfterLostReply(ctx, req, res)
-		return nil, protocol.TryResult{}, notAcquired(ctx, req.name, nil)
-	}
-	tok := fence.Token{Key: req.name, Seq: res.Seq, Holder: req.try.Holder}
-	return newLease(c, req, tok, start), res, nil
-}
-
-// acquire runs the acquire script, followed by WAIT when replica
-// acknowledgement is on.
-func (c *Client) acquire(ctx context.Context, req request) (protocol.TryResult, error) {
-	if c.cfg.Replicas == 0 {
-		return protocol.Acquire(ctx, c.rdb, req.keys, req.try)
-	}
-	var node protocol.Pipeliner = c.raw
-	if cc, ok := c.raw.(*redis.ClusterClient); ok {
-		// WAIT has no key: send it down the connection of the lock's master.
-		n, err := cc.MasterForKey(ctx, req.keys.Lock)
-		if err != nil {
-			return protocol.TryResult{}, err
-		}
-		node = n
-	}
-	res, acked, err := protocol.AcquireAcked(ctx, node, req.keys, req.try, c.cfg.Replicas, c.cfg.AckTimeout)
-	if err != nil && res.Got() { // the script took the lock, WAIT failed
-		return protocol.TryResult{}, errors.Join(err, errReleased, c.releaseAfterLostReply(ctx, req, res))
-	}
-	if err != nil || !res.Got() || acked >= int64(c.cfg.Replicas) {
-		return res, err
-	}
-	relErr := c.releaseAfterLostReply(ctx, req, res)
-	return protocol.TryResult{}, errors.Join(&notReplicatedError{
-		name: req.name, seq: res.Seq, acked: acked, want: c.cfg.Replicas, timeout: c.cfg.AckTimeout,
-	}, errReleased, relErr)
-}
-
-// errReleased marks an acquire error after which the lock was already
-// released, so try does not release it again.
-var errReleased = errors.New("the lock was released again")
-
-// notReplicatedError wraps ErrNotReplicated with the figures.
-type notReplicatedError struct {
-	name    string
-	seq     uint64
-	acked   int64
-	want    int
-	timeout time.Duration
-}
-
-func (e *notReplicatedError) Error() string {
-	return fmt.Sprintf("%v: %q seq %d: %d of %d replicas acknowledged within %v; released",
-		ErrNotReplicated, e.name, e.seq, e.acked, e.want, e.timeout)
-}
-
-func (e *notReplicatedError) Unwrap() error { return ErrNotReplicated }
 
 // notAcquired is the error of an acquire whose context ended: it wraps
-// ErrNotAcquired, ctx.Err() and the I/O error cause, if any (a refused
-// connection says more than the deadline that followed it).
+// ErrNotAcquired, ctx.Err() and the last try's error, if any.
 func notAcquired(ctx context.Context, name string, cause error) error {
 	ctxErr := lifetime.Ended(ctx)
-	if cause == nil || errors.Is(cause, ctxErr) {
+	var dial *family.DialError
+	if errors.As(cause, &dial) && errors.Is(cause, ctxErr) && !errors.Is(cause, ErrNotAcquired) {
+		return fmt.Errorf("%w: %q: %w", ErrNotAcquired, name, cause) // "ctx err (last dial to ...)"
+	}
+	if cause == nil || errors.Is(cause, ctxErr) && !errors.Is(cause, ErrNotAcquired) {
 		return fmt.Errorf("%w: %q: %w", ErrNotAcquired, name, ctxErr)
+	}
+	if errors.Is(cause, ErrNotAcquired) {
+		return joinErr(cause, ctxErr)
 	}
 	return fmt.Errorf("%w: %q: %w: %w", ErrNotAcquired, name, ctxErr, cause)
 }
-
-// releaseAfterLostReply undoes a failed acquire: it drops the waiter's
-// ticket and deletes (or hands on) the lock if the try took it. res is the
-// try's result, the zero one when its reply was lost. A re-acquire
-// (WithHolder) releases only a lock it took afresh: its holder may have had
-// the lock before the call and still count on it. It is best effort: each
-// try is bounded by releaseTimeout, and failed tries are retried for as
-// long as the ttl (1s to 30s), because a paused server runs the lost
-// acquire only when it resumes. When ctx ends first it goes on in the
-// background, so the caller returns at its deadline; Close waits for it. If
-// it fails for good, the lock expires after its ttl.
-func (c *Client) releaseAfterLostReply(ctx context.Context, req request, res protocol.TryResult) error {
-	passOn := !req.reacquire || res.Outcome == protocol.Acquired
-	if !passOn && !req.try.Fair {
-		return nil // nothing to undo: no ticket, and the lock is not ours to give up
-	}
-	return c.pending.Detach(ctx, releaseTimeout, lifetime.CleanupBound(req.ttl), func(ctx context.Context) error {
-		_, err := protocol.Leave(ctx, c.rdb, req.keys, c.release(req.try.Holder), passOn)
-		return err
-	})
-}
-
-// releaseTimeout bounds one try of a best-effort release after a failed
-// acquire.
-const releaseTimeout = time.Second

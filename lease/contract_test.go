@@ -11,7 +11,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/fencelock/fencelock/fence"
 	"github.com/fencelock/fencelock/lease"
 )
 
@@ -190,21 +189,4 @@ func TestRefreshAndReleaseAreSerialised(t *testing.T) {
 	info, err := c.Inspect(ctx, n)
 	require.NoError(t, err)
 	assert.Empty(t, info.Holder)
-}
-
-// TestInterface: both lease kinds satisfy lease.Interface (the redlock side
-// is asserted at compile time in its package); here the single lease
-// through it.
-func TestInterface(t *testing.T) {
-	c := countingClient(t)
-	var li lease.Interface
-	l, err := c.TryAcquire(t.Context(), counting(t, shared, name(t)), time.Minute)
-	require.NoError(t, err)
-	li = l
-	assert.Equal(t, l.Token(), li.Token())
-	tok, err := li.Reissue(t.Context(), 100)
-	require.NoError(t, err)
-	assert.Equal(t, uint64(101), tok.Seq)
-	assert.Equal(t, fence.Token{Key: l.Name(), Seq: 101, Holder: l.Holder()}, l.Token())
-	require.NoError(t, li.Release(t.Context()))
 }

@@ -16,22 +16,36 @@
 // that check, a lease is an efficiency lock only: a holder that pauses (GC,
 // page fault, SIGSTOP) past its ttl keeps writing as if it still held it.
 //
-// A [Client] works on a standalone Redis, through Sentinel or on a Redis
-// Cluster (any redis.UniversalClient): the keys of one lock share a hash
-// slot. [Client.TryAcquire] tries once; [Client.Acquire] waits, woken by a
-// pub/sub message on release. A [Lease] keeps a local deadline on the
-// monotonic clock and closes [Lease.Done] (and cancels [Lease.Context]) when
-// it passes, when a refresh finds the lock gone, or on release;
-// [WithKeepAlive] refreshes it in the background. Every lease kind — this
-// one and lease/redlock's — shares that lifetime and satisfies [Interface].
+// # One client, two kinds
+//
+// A [Client] is made by [New], on one Redis deployment (a standalone
+// server, Sentinel, or a Redis Cluster: the keys of one lock share a hash
+// slot), or by redlock.New, on a quorum of independent masters. Both are
+// the same type with the same [Lease]; what differs lies under them. Options
+// say which kind they configure, and the compiler refuses one of the other
+// kind: [SharedOption]s serve both. [Client.TryAcquire] tries once;
+// [Client.Acquire] waits, woken by a pub/sub message on release. A [Lease]
+// keeps a local deadline on the monotonic clock and closes [Lease.Done]
+// (and cancels [Lease.Context]) when it passes, when a refresh finds the
+// lock gone, or on release; [WithKeepAlive] refreshes it in the background.
+//
+// fencelock leaves the go-redis clients it is given alone: no hook, no
+// wrapper, no process-wide state; every command goes through the client's
+// own methods, so the client's hooks and wrappers see them.
 //
 // No call outlives its context: give the go-redis client
 // ContextTimeoutEnabled: true (see [New]), and every call returns by its
-// context's deadline; cleanup after a lost reply runs in the background.
-// An acquire that its context ended while go-redis was still retrying a
-// refused dial names that dial: "lease: not acquired: "job": context
-// deadline exceeded (last dial to 127.0.0.1:6379: connect: connection
-// refused)", still wrapping ErrNotAcquired and ctx.Err().
+// context's deadline. A call that failed may have run or surely did not
+// (an error reply, a refused dial, a context that had ended before it was
+// sent): one that may have run is undone in the background (the lock it may
+// have taken released, on every node that may have granted it), one that
+// did not never is. An acquire that its context ended while the server
+// refused connections names the refused dial: "lease: not acquired:
+// "job": context deadline exceeded (last dial to 127.0.0.1:6379: connect:
+// connection refused)", still wrapping ErrNotAcquired and ctx.Err(); the
+// dial is fencelock's own, to the client's address, not the client's.
+// [Client.Close] waits for the background cleanups until its context ends,
+// and no longer.
 //
 // Redis keys, for lock NAME and the default prefix "fencelock:":
 //
@@ -39,7 +53,8 @@
 //	fencelock:{NAME}:fence    the counter (expires after WithCounterTTL, 1h by default)
 //	fencelock:{NAME}:queue    fair waiters by arrival; expires 2s after the last ticket
 //	fencelock:{NAME}:tickets  fair waiters' tickets; likewise
-//	fencelock:{NAME}:release  pub/sub channel, one message per release
+//	fencelock:{NAME}:release  pub/sub channel: a release's wake-up or handoff message
+//	                          (a fair release with nobody queued publishes nothing)
 //
 // # The counter rule
 //

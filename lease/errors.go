@@ -1,9 +1,13 @@
 package lease
 
-import "github.com/fencelock/fencelock/internal/sentinel"
+import (
+	"fmt"
+	"time"
 
-// Sentinel errors. Test for them with errors.Is; the errors of
-// lease/redlock wrap them too.
+	"github.com/fencelock/fencelock/internal/sentinel"
+)
+
+// Sentinel errors of every lease kind. Test for them with errors.Is.
 var (
 	// ErrNotAcquired is returned when the lock is held by another holder:
 	// at once by TryAcquire, and by Acquire when its context ends first (then
@@ -11,8 +15,8 @@ var (
 	ErrNotAcquired error = sentinel.New("lease: not acquired", nil)
 
 	// ErrLost means the lease is no longer held: its local deadline passed,
-	// or Redis no longer has the lock under this holder (it expired, was
-	// deleted, or another holder took it). The fencing token is stale.
+	// or Redis (a majority of the nodes) no longer has the lock under this
+	// holder. The fencing token is stale.
 	ErrLost error = sentinel.New("lease: lost", nil)
 
 	// ErrReleased is a released lease's Err.
@@ -29,5 +33,27 @@ var (
 	ErrInvalid error = sentinel.New("lease: invalid argument", nil)
 )
 
+// HeldError is returned by TryAcquire on one Redis when another holder has
+// the lock, or when a fair lock is free but reserved for the waiters queued
+// ahead. It wraps ErrNotAcquired.
+type HeldError struct {
+	Name      string
+	Remaining time.Duration // the holder's remaining ttl; <= 0 when unknown or Queued
+	Queued    bool          // free, but reserved for fair waiters queued ahead
+}
+
+func (e *HeldError) Error() string {
+	if e.Queued {
+		return fmt.Sprintf("lease: not acquired: %q is reserved for the waiters queued ahead", e.Name)
+	}
+	return fmt.Sprintf("lease: not acquired: %q is held by another holder for %v", e.Name, e.Remaining)
+}
+
+// Unwrap returns ErrNotAcquired.
+func (e *HeldError) Unwrap() error { return ErrNotAcquired }
+
 // invalid returns an error wrapping ErrInvalid.
 func invalid(format string, args ...any) error { return sentinel.Wrapf(ErrInvalid, format, args...) }
+
+// joinErr joins errors on one line (see sentinel.Join).
+func joinErr(errs ...error) error { return sentinel.Join(errs...) }

@@ -6,10 +6,13 @@ import (
 	"time"
 
 	"github.com/fencelock/fencelock/fence"
-	"github.com/fencelock/fencelock/internal/protocol"
 )
 
-// Info is a lock's state at one instant.
+// Info is a lock's state at one instant. On a quorum of nodes it is the
+// majority's view: Holder is the holder id found on a majority ("" when
+// none has one), Token has the highest Seq among the nodes where it holds,
+// TTL is how long it keeps a majority, LastSeq the highest counter among
+// the nodes that answered, and Nodes has each node's own view.
 type Info struct {
 	Name string
 	// Holder is the current holder id, "" when the lock is free.
@@ -21,61 +24,76 @@ type Info struct {
 	// LastSeq is the counter: the last Seq issued for the name (0 if none,
 	// or if the counter was lost).
 	LastSeq uint64
-	// Queued is how many fair waiters have a place in the queue (some may
-	// have tickets that expired and are dropped at the next handoff).
+	// Queued is how many fair waiters have a place in the queue.
 	Queued int
+	// Nodes is, on a quorum, each node's view in the order the nodes were
+	// given; a node that did not answer has Err set. Nil on one Redis.
+	Nodes []NodeInfo
 }
 
-// usable checks what every call of a client needs before any I/O.
-func (c *Client) usable(ctx context.Context) error {
-	switch {
-	case c == nil || c.rdb == nil:
-		return invalid("nil client")
-	case ctx == nil:
-		return invalid("nil context")
-	}
-	return nil
+// NodeInfo is one node's view of a lock.
+type NodeInfo struct {
+	Addr string
+	Info
+	Err error
 }
 
-// Inspect reads lock name's holder, remaining ttl and counter in one atomic
-// round trip.
+// Inspect reads lock name's holder, remaining ttl and counter: one atomic
+// round trip (per node). On a quorum it fails only when fewer than a
+// majority answered; the failed nodes are in Info.Nodes either way.
 func (c *Client) Inspect(ctx context.Context, name string) (Info, error) {
-	if err := c.usable(ctx); err != nil {
+	if err := c.usable(ctx, name); err != nil {
 		return Info{}, err
 	}
-	if err := fence.ValidateKey(name); err != nil {
-		return Info{}, invalid("%w", err)
+	s, err := c.s.Inspect(ctx, name)
+	info := infoOf(name, s.Holder, s.Seq, s.TTL, s.LastSeq, s.Queued)
+	for _, n := range s.Nodes {
+		ni := NodeInfo{Addr: n.Addr, Err: n.Err}
+		ni.Info = infoOf(name, n.State.Holder, n.State.Seq, n.State.TTL, n.State.LastSeq, n.State.Queued)
+		info.Nodes = append(info.Nodes, ni)
 	}
-	s, err := protocol.Inspect(ctx, c.rdb, protocol.KeysFor(c.cfg.Prefix, name))
 	if err != nil {
-		return Info{}, fmt.Errorf("lease: inspect %q: %w", name, err)
-	}
-	info := Info{Name: name, Holder: s.Holder, TTL: s.PTTL, LastSeq: s.LastSeq, Queued: s.Queued}
-	if s.Holder != "" {
-		info.Token = fence.Token{Key: name, Seq: s.Seq, Holder: s.Holder}
+		return info, fmt.Errorf("lease: inspect %q: %w", name, err)
 	}
 	return info, nil
 }
 
-// Advance lifts lock name's counter to at least floor (an atomic max) and
-// returns the counter afterwards; the next token is greater than it. A
-// missing counter stands at the Redis server's clock (see the counter rule
-// in the package doc), so the value returned may be above floor. Use it
-// to heal after the counter went backwards: a verifier's stale-token error
-// carries the highest Seq the storage has seen.
-func (c *Client) Advance(ctx context.Context, name string, floor uint64) (uint64, error) {
-	if err := c.usable(ctx); err != nil {
-		return 0, err
+func infoOf(name, holder string, seq uint64, ttl time.Duration, last uint64, queued int) Info {
+	info := Info{Name: name, Holder: holder, TTL: ttl, LastSeq: last, Queued: queued}
+	if holder != "" {
+		info.Token = fence.Token{Key: name, Seq: seq, Holder: holder}
 	}
-	if err := fence.ValidateKey(name); err != nil {
-		return 0, invalid("%w", err)
+	return info
+}
+
+// Advance lifts lock name's counter (on a majority of the nodes) to at
+// least floor, an atomic max, and returns a counter value that the next
+// token is greater than. Use it to heal after the counter went backwards:
+// a verifier's stale-token error carries the highest Seq the storage saw.
+func (c *Client) Advance(ctx context.Context, name string, floor uint64) (uint64, error) {
+	if err := c.usable(ctx, name); err != nil {
+		return 0, err
 	}
 	if floor >= fence.MaxSeq {
 		return 0, invalid("floor %d leaves no room below 2^53-1", floor)
 	}
-	n, err := protocol.Advance(ctx, c.rdb, protocol.KeysFor(c.cfg.Prefix, name), floor, c.counter())
+	n, err := c.s.Advance(ctx, name, floor)
 	if err != nil {
-		return 0, fmt.Errorf("lease: advance %q: %w", name, err)
+		return 0, fmt.Errorf("lease: advance %q to %d: %w", name, floor, err)
 	}
 	return n, nil
+}
+
+// usable checks what every call of a client needs before any I/O.
+func (c *Client) usable(ctx context.Context, name string) error {
+	switch {
+	case c == nil || c.s == nil:
+		return invalid("nil client")
+	case ctx == nil:
+		return invalid("nil context")
+	}
+	if err := fence.ValidateKey(name); err != nil {
+		return invalid("%w", err)
+	}
+	return nil
 }

@@ -2,46 +2,14 @@ package lease
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/fencelock/fencelock/fence"
 	"github.com/fencelock/fencelock/internal/lifetime"
-	"github.com/fencelock/fencelock/internal/protocol"
-	"github.com/fencelock/fencelock/observe"
 )
 
-// Interface is what every lease satisfies: *Lease (one Redis) and
-// *redlock.Lease (a quorum of Redis masters). Helpers that work with any
-// lease kind, such as heal.Write, take it.
-type Interface interface {
-	// Token is the fencing token to send with every write.
-	Token() fence.Token
-	// Done closes when the lease ends: its local deadline passed, a
-	// refresh found the lock gone, or it was released.
-	Done() <-chan struct{}
-	// Err is nil while the lease lasts, then why it ended: an error
-	// wrapping ErrLost or ErrReleased.
-	Err() error
-	// Context is cancelled when the lease ends; context.Cause is Err.
-	Context() context.Context
-	// Held reports whether the lease is held by the local clock: a hint,
-	// the resource must check the token.
-	Held() bool
-	// Deadline is the local deadline on the monotonic clock.
-	Deadline() time.Time
-	// Refresh extends the lease to ttl from now.
-	Refresh(ctx context.Context, ttl time.Duration) error
-	// Release gives the lock up; releasing twice returns nil.
-	Release(ctx context.Context) error
-	// Reissue gives the lease a token above floor without letting go.
-	Reissue(ctx context.Context, floor uint64) (fence.Token, error)
-}
-
-var _ Interface = (*Lease)(nil)
-
-// Lease is one acquisition of a lock. Its Token is the fencing token to
-// send with every write to the protected resource.
+// Lease is one acquisition of a lock, of either kind. Its Token is the
+// fencing token to send with every write to the protected resource.
 //
 // The lease keeps a local deadline on the monotonic clock (start of the
 // acquire plus ttl minus the drift allowance). Done closes, and Context is
@@ -65,25 +33,6 @@ func (l *Lease) lf() *lifetime.Life {
 		return nilLife
 	}
 	return l.life
-}
-
-// newLease starts the lifetime of an acquisition that began at start.
-func newLease(c *Client, req request, tok fence.Token, start time.Time) *Lease {
-	// One allocation for both: they live and die together.
-	lb := &struct {
-		l Lease
-		b backend
-	}{b: backend{c: c, keys: req.keys, tok: tok}}
-	cfg := c.lifeConfig(req.ttl, req.opt.Interval)
-	lb.l.life = lifetime.Start(&lb.b, tok, start, req.ttl, cfg)
-	return &lb.l
-}
-
-// lifeConfig is the lifetime configuration of a lease of this client.
-func (c *Client) lifeConfig(ttl, keepAlive time.Duration) lifetime.Config {
-	return lifetime.Config{Lost: ErrLost, Released: ErrReleased, Invalid: ErrInvalid,
-		DriftFactor: c.cfg.DriftFactor, TTL: ttl, KeepAlive: keepAlive,
-		Hooks: c.cfg.Hooks, Kind: observe.KindLease, Pending: &c.pending}
 }
 
 // Token returns the fencing token of this acquisition (or of its last
@@ -146,44 +95,4 @@ func (l *Lease) Release(ctx context.Context) error { return l.lf().Release(ctx) 
 // token).
 func (l *Lease) Reissue(ctx context.Context, floor uint64) (fence.Token, error) {
 	return l.lf().Reissue(ctx, floor)
-}
-
-// backend is the single-Redis side of a lease's lifetime.
-type backend struct {
-	c    *Client
-	keys protocol.Keys
-	tok  fence.Token // Key and Holder; Seq is the lifetime's
-}
-
-func (b *backend) Refresh(ctx context.Context, tok fence.Token, ttl time.Duration) error {
-	ok, err := protocol.Refresh(ctx, b.c.rdb, b.keys, tok.Holder, tok.Seq, ttl)
-	if err != nil {
-		return fmt.Errorf("lease: refresh %q: %w", b.tok.Key, err)
-	}
-	if !ok {
-		return fmt.Errorf("%w: %q is no longer held by %s with Seq %d", ErrLost, tok.Key, tok.Holder, tok.Seq)
-	}
-	return nil
-}
-
-func (b *backend) Release(ctx context.Context) error {
-	ok, err := protocol.Unlock(ctx, b.c.rdb, b.keys, b.c.release(b.tok.Holder))
-	if err != nil {
-		return fmt.Errorf("lease: release %q: %w", b.tok.Key, err)
-	}
-	if !ok {
-		return fmt.Errorf("%w: %q was no longer held by %s at release", ErrLost, b.tok.Key, b.tok.Holder)
-	}
-	return nil
-}
-
-func (b *backend) Reissue(ctx context.Context, floor uint64) (uint64, error) {
-	seq, err := protocol.Reissue(ctx, b.c.rdb, b.keys, b.tok.Holder, floor, b.c.counter())
-	if err != nil {
-		return 0, fmt.Errorf("lease: reissue %q: %w", b.tok.Key, err)
-	}
-	if seq == 0 {
-		return 0, fmt.Errorf("%w: %q is no longer held by %s", ErrLost, b.tok.Key, b.tok.Holder)
-	}
-	return seq, nil
 }

@@ -31,5 +31,5 @@ func TestLeasetest(t *testing.T) {
 
 // kitClient adapts c to the kit.
 func kitClient(c *lease.Client) leasetest.Client {
-	return leasetest.ClientOf(c.TryAcquire, c.Acquire)
+	return leasetest.ClientOf(c)
 }

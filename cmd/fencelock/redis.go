@@ -131,7 +131,7 @@ func retries(node bool, maxRetries, dialerRetries int) (int, int) {
 type backend interface {
 	// acquire takes the lock with keep-alive: once (TryAcquire) or waiting
 	// until ctx ends (Acquire).
-	acquire(ctx context.Context, name string, ttl time.Duration, wait bool) (lease.Interface, error)
+	acquire(ctx context.Context, name string, ttl time.Duration, wait bool) (*lease.Lease, error)
 	// inspect returns the lock's state; with Redlock, a partial view and an
 	// error when too few nodes answered.
 	inspect(ctx context.Context, name string) (view, error)
@@ -251,17 +251,17 @@ type single struct {
 	prefix string
 }
 
-func (s *single) acquire(ctx context.Context, name string, ttl time.Duration, wait bool) (lease.Interface, error) {
-	return acquireWith(ctx, name, ttl, wait, lease.AsInterface(s.c.TryAcquire), lease.AsInterface(s.c.Acquire))
+func (s *single) acquire(ctx context.Context, name string, ttl time.Duration, wait bool) (*lease.Lease, error) {
+	return acquireWith(ctx, s.c, name, ttl, wait)
 }
 
-// acquireWith takes a lease with keep-alive, with try or, to wait, with
-// acquire: either kind's TryAcquire and Acquire.
-func acquireWith(ctx context.Context, name string, ttl time.Duration, wait bool, try, acquire lease.AcquireFunc[lease.Interface]) (lease.Interface, error) {
+// acquireWith takes a lease with keep-alive, once or, to wait, until ctx
+// ends.
+func acquireWith(ctx context.Context, c *lease.Client, name string, ttl time.Duration, wait bool) (*lease.Lease, error) {
 	if wait {
-		try = acquire
+		return c.Acquire(ctx, name, ttl, lease.WithKeepAlive(0))
 	}
-	return try(ctx, name, ttl, lease.WithKeepAlive(0))
+	return c.TryAcquire(ctx, name, ttl, lease.WithKeepAlive(0))
 }
 
 func (s *single) inspect(ctx context.Context, name string) (view, error) {
@@ -287,13 +287,13 @@ func (s *single) close(ctx context.Context) {
 
 // quorum is Redlock over independent masters, with quorum fencing.
 type quorum struct {
-	c      *redlock.Client
+	c      *lease.Client
 	rdbs   []redis.UniversalClient // in the client's node order
 	prefix string
 }
 
-func (q *quorum) acquire(ctx context.Context, name string, ttl time.Duration, wait bool) (lease.Interface, error) {
-	return acquireWith(ctx, name, ttl, wait, lease.AsInterface(q.c.TryAcquire), lease.AsInterface(q.c.Acquire))
+func (q *quorum) acquire(ctx context.Context, name string, ttl time.Duration, wait bool) (*lease.Lease, error) {
+	return acquireWith(ctx, q.c, name, ttl, wait)
 }
 
 // nodeWaitTimeout bounds the waiter count on one Redlock node.
@@ -304,7 +304,7 @@ func (q *quorum) inspect(ctx context.Context, name string) (view, error) {
 	if err != nil && len(info.Nodes) == 0 {
 		return view{}, err
 	}
-	v := view{Name: name, Mode: "redlock", Quorum: q.c.Quorum(), Nodes: make([]nodeView, len(info.Nodes))}
+	v := view{Name: name, Mode: "redlock", Quorum: len(q.rdbs)/2 + 1, Nodes: make([]nodeView, len(info.Nodes))}
 	v.state = stateOf(lease.Info{Name: name, Holder: info.Holder, Token: info.Token, TTL: info.TTL, LastSeq: info.LastSeq}, 0)
 	v.Waiters = nil
 	channel := releaseChannel(q.prefix, name)

@@ -114,11 +114,11 @@ func (g *globals) run(args []string) int {
 
 // take acquires the lock, waiting up to wait (until bud.end); a terminating
 // signal ends the wait. It returns the lease, or nil and the exit status.
-func (g *globals) take(b backend, bud budget, name string, ttl, wait time.Duration, sigs <-chan os.Signal) (lease.Interface, int) {
+func (g *globals) take(b backend, bud budget, name string, ttl, wait time.Duration, sigs <-chan os.Signal) (*lease.Lease, int) {
 	ctx, cancel := bud.ctx()
 	defer cancel()
 	type result struct {
-		l   lease.Interface
+		l   *lease.Lease
 		err error
 	}
 	res := make(chan result, 1)
@@ -194,14 +194,14 @@ func (g *globals) notAcquired(b backend, bud budget, name string, wait time.Dura
 }
 
 // release releases l, reporting a failure, and returns the error.
-func (g *globals) release(l lease.Interface) error {
+func (g *globals) release(l *lease.Lease) error {
 	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
 	defer cancel()
 	return l.Release(ctx)
 }
 
 // supervise runs cmd under lease l (of ttl) and returns run's exit status.
-func (g *globals) supervise(cmd *exec.Cmd, l lease.Interface, ttl, grace time.Duration, sigs <-chan os.Signal) int {
+func (g *globals) supervise(cmd *exec.Cmd, l *lease.Lease, ttl, grace time.Duration, sigs <-chan os.Signal) int {
 	tok := l.Token()
 	cmd.Env = append(os.Environ(),
 		"FENCE_TOKEN="+tok.String(),

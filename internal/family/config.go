@@ -1,9 +1,8 @@
-// Package family holds what the lease kinds (package lease, one Redis, and
-// package lease/redlock, a quorum of masters) share: the one configuration
-// their options fill, the acquire configuration, and the backoff of their
-// waits. Package lease defines the option types over these and the options
-// that mean the same for both kinds; each kind's own options check, with
-// [Only], that they configure the kind they belong to.
+// Package family holds what the lease kinds (one Redis, in package lease,
+// and a quorum of masters, in package lease/redlock) share under the one
+// lease core of package lease: the configuration the options fill, the
+// seam a kind implements ([Strategy]), the transport rule that says whether
+// a failed call may have run ([SentOf]), and the backoff of waits.
 package family
 
 import (
@@ -23,14 +22,14 @@ const (
 	DefaultCounterTTL  = time.Hour
 )
 
-// Config is the configuration of a client of either kind.
+// Config is the configuration of a client. Shared holds what both kinds
+// read; a kind's own settings live in its option values' closures and
+// reach its strategy, not this struct, so that one kind's option cannot
+// configure the other.
 type Config struct {
-	// Kind is the kind of client configured.
-	Kind observe.Kind
-	// Invalid is the kind's ErrInvalid, which option errors wrap.
+	// Invalid is package lease's ErrInvalid, which option errors wrap.
 	Invalid error
 
-	// Shared by both kinds.
 	Prefix                 string
 	DriftFactor            float64
 	MinBackoff, MaxBackoff time.Duration
@@ -38,80 +37,79 @@ type Config struct {
 	CounterTTL             time.Duration
 	Hooks                  *observe.Hooks
 
-	// Lease only.
+	// NewStrategy makes the kind once every option is applied; lease.New
+	// uses one Redis when no option set it.
+	NewStrategy func(*Config) (Strategy, error)
+	// Single holds the settings of a client on one Redis.
+	Single SingleConfig
+}
+
+// SingleConfig is the configuration of a client on one Redis.
+type SingleConfig struct {
 	Fair       bool
 	Replicas   int           // replica acknowledgement: 0 is off
 	AckTimeout time.Duration // how long WAIT may block
-
-	// Redlock only.
-	NodeTimeout   time.Duration
-	AnyNodeCount  bool
-	QuorumFencing bool
-	Wakeup        bool
 }
 
-// New returns the configuration of a client of kind with the shared
-// defaults; the kind sets its own. invalid is the kind's ErrInvalid.
-func New(kind observe.Kind, invalid error) Config {
+// New returns a configuration with the shared defaults. invalid is package
+// lease's ErrInvalid.
+func New(invalid error) Config {
 	return Config{
-		Kind:        kind,
 		Invalid:     invalid,
 		Prefix:      DefaultPrefix,
 		DriftFactor: DefaultDriftFactor,
 		MinBackoff:  DefaultMinBackoff,
 		MaxBackoff:  DefaultMaxBackoff,
 		CounterTTL:  DefaultCounterTTL,
+		Single:      SingleConfig{Fair: true},
 	}
 }
 
-// Option is what both kinds' option types are.
-type Option interface{ ~func(*Config) error }
+// Setter is what every option value of this module is underneath: the
+// option types of package lease and lease/redlock only say, to the
+// compiler, which constructors take them.
+type Setter interface{ Set(*Config) error }
 
-// Apply applies opts in order and returns the first error: a nil option is
-// invalid.
-func Apply[O Option](c *Config, opts []O) error {
+// Set is a Setter from a func.
+type Set func(*Config) error
+
+// Set calls f.
+func (f Set) Set(c *Config) error { return f(c) }
+
+// Apply applies opts in order and returns the first error: a nil option,
+// or one that is not a Setter of this module, is invalid.
+func Apply[O any](c *Config, opts []O) error {
 	for i, o := range opts {
-		if o == nil {
-			return c.Invalidf("option #%d is nil", i)
+		s, ok := any(o).(Setter)
+		if !ok || s == nil {
+			return c.Invalidf("option #%d is nil or not one of fencelock's", i)
 		}
-		if err := o(c); err != nil {
+		if err := s.Set(c); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// Invalidf returns an error wrapping the kind's ErrInvalid.
+// Invalidf returns an error wrapping ErrInvalid.
 func (c *Config) Invalidf(format string, args ...any) error {
 	return sentinel.Wrapf(c.Invalid, format, args...)
 }
 
-// Only returns an option, named name, that configures a client of kind
-// with set, and refuses the configuration of another kind.
-func Only(kind observe.Kind, name string, set func(*Config) error) func(*Config) error {
-	return func(c *Config) error {
-		if c.Kind != kind {
-			return c.Invalidf("%s configures a %s client, not a %s client", name, kind, c.Kind)
-		}
-		return set(c)
-	}
-}
-
-// Acquire is the configuration of one acquisition, of either kind.
+// Acquire is the configuration of one acquisition.
 type Acquire struct {
-	// Invalid is the kind's ErrInvalid, which option errors wrap.
 	Invalid   error
 	Holder    string
 	KeepAlive bool
 	Interval  time.Duration // keep-alive period; 0 means ttl/3 until resolved
 }
 
-// Invalidf returns an error wrapping the kind's ErrInvalid.
+// Invalidf returns an error wrapping ErrInvalid.
 func (a *Acquire) Invalidf(format string, args ...any) error {
 	return sentinel.Wrapf(a.Invalid, format, args...)
 }
 
-// AcquireOption is what both kinds' acquire option types are.
+// AcquireOption is what the acquire option type is.
 type AcquireOption interface{ ~func(*Acquire) error }
 
 // ApplyAcquire returns the configuration of an acquisition for ttl by a
@@ -119,8 +117,6 @@ type AcquireOption interface{ ~func(*Acquire) error }
 // the keep-alive period resolved and checked against the ttl.
 func ApplyAcquire[O AcquireOption](c *Config, ttl time.Duration, opts []O) (Acquire, error) {
 	if len(opts) == 0 {
-		// Without options a stays on the stack (an option's call takes
-		// its address), and there is nothing to resolve: no keep-alive.
 		return Acquire{Invalid: c.Invalid}, nil
 	}
 	a := Acquire{Invalid: c.Invalid}

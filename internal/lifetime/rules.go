@@ -218,3 +218,10 @@ func (p *Pending) Wait(ctx context.Context) error {
 		return ctx.Err()
 	}
 }
+
+// Count returns how many cleanups are running.
+func (p *Pending) Count() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.n
+}

@@ -5,7 +5,10 @@
 // ErrInvalid.
 package sentinel
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // Error is a sentinel error with its own message that wraps base.
 type Error struct {
@@ -25,3 +28,40 @@ func (e *Error) Unwrap() error { return e.base }
 func Wrapf(err error, format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{err}, args...)...)
 }
+
+// Join joins errs as errors.Join does, nil ones dropped, but its message
+// is one line: the parts separated by "; ", so that a log line stays one
+// line. errors.Is and errors.As reach every part.
+func Join(errs ...error) error {
+	n := 0
+	for _, e := range errs {
+		if e != nil {
+			n++
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	j := &joined{errs: make([]error, 0, n)}
+	for _, e := range errs {
+		if e != nil {
+			j.errs = append(j.errs, e)
+		}
+	}
+	return j
+}
+
+type joined struct{ errs []error }
+
+func (j *joined) Error() string {
+	s := ""
+	for i, e := range j.errs {
+		if i > 0 {
+			s += "; "
+		}
+		s += strings.ReplaceAll(e.Error(), "\n", "; ")
+	}
+	return s
+}
+
+func (j *joined) Unwrap() []error { return j.errs }

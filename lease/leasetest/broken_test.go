@@ -1,4 +1,4 @@
-package leasetest_test
+package leasetest
 
 // The kit must be able to fail: each test here runs one of its tests, in a
 // child process, on the single-Redis lease broken in the way that test is
@@ -19,7 +19,6 @@ import (
 	"github.com/fencelock/fencelock/fence"
 	"github.com/fencelock/fencelock/internal/testenv"
 	"github.com/fencelock/fencelock/lease"
-	"github.com/fencelock/fencelock/lease/leasetest"
 )
 
 // breakEnv names the breakage a child process runs.
@@ -27,29 +26,29 @@ const breakEnv = "LEASETEST_BROKEN"
 
 // breakages are the ways to break the lease, each with the kit test that
 // must catch it.
-var breakages = map[string]func(t *testing.T, h leasetest.Harness, s leasetest.Servers){
+var breakages = map[string]func(t *testing.T, h Harness, s servers){
 	// Calls wait for their own 3s timeout instead of the caller's deadline.
-	"own-timeout": func(t *testing.T, h leasetest.Harness, s leasetest.Servers) { leasetest.Deadlines(t, h, s) },
+	"own-timeout": func(t *testing.T, h Harness, s servers) { deadlines(t, h, s) },
 	// A refused connection is retried until the context ends.
-	"retry-refused": func(t *testing.T, h leasetest.Harness, _ leasetest.Servers) { leasetest.ClosedPort(t, h) },
+	"retry-refused": func(t *testing.T, h Harness, _ servers) { closedPort(t, h) },
 	// The second release returns the lease's Err.
-	"release-twice": leasetest.ReleaseTwice,
+	"release-twice": releaseTwice,
 	// The release of a lost lease returns nil.
-	"release-lost": leasetest.ReleaseLost,
+	"release-lost": releaseLost,
 	// Done never closes.
-	"done-open": leasetest.Loss,
+	"done-open": loss,
 	// The keep-alive option is dropped.
-	"no-keepalive": leasetest.KeepAlive,
+	"no-keepalive": keepAlive,
 	// The holder option is dropped.
-	"no-holder": leasetest.Reacquire,
+	"no-holder": reacquire,
 	// Reissue returns the old token.
-	"reissue-noop": leasetest.Reissue,
+	"reissue-noop": reissue,
 	// The nil lease panics.
-	"nil-panics": leasetest.NilInput,
+	"nil-panics": nilInput,
 	// A ttl of zero or less is taken for a default one.
-	"default-ttl": leasetest.BadInput,
+	"default-ttl": badInput,
 	// Each client locks a name of its own.
-	"own-name": func(t *testing.T, h leasetest.Harness, s leasetest.Servers) { leasetest.Order(t, h, s, 3, 5) },
+	"own-name": func(t *testing.T, h Harness, s servers) { order(t, h, s, 3, 5) },
 }
 
 // TestKitCatchesBrokenKinds runs each breakage in a child process and
@@ -79,18 +78,18 @@ func TestBrokenKind(t *testing.T) {
 		t.Skip("run by TestKitCatchesBrokenKinds")
 	}
 	h := harness(b)
-	s := leasetest.NewServers(t, h)
+	s := newServers(t, h)
 	t.Run(b, func(t *testing.T) { breakages[b](t, h, s) })
 }
 
-func harness(b string) leasetest.Harness {
-	var nilLease lease.Interface = (*lease.Lease)(nil)
+func harness(b string) Harness {
+	var nilLease Lease = (*lease.Lease)(nil)
 	if b == "nil-panics" {
 		nilLease = (*brokenLease)(nil)
 	}
-	return leasetest.Harness{
+	return Harness{
 		Servers: 1,
-		New: func(t testing.TB, addrs []string) leasetest.Client {
+		New: func(t testing.TB, addrs []string) Client {
 			c, err := lease.New(testenv.CtxClient(t, addrs[0], 1))
 			require.NoError(t, err)
 			return broken(c, b)
@@ -105,10 +104,10 @@ func harness(b string) leasetest.Harness {
 }
 
 // broken adapts c to the kit, broken as b says.
-func broken(c *lease.Client, b string) leasetest.Client {
+func broken(c *lease.Client, b string) Client {
 	own := fmt.Sprintf("%p", c) // a name suffix of this client's
-	acquire := func(f func(*lease.Client, context.Context, string, time.Duration, ...lease.AcquireOption) (*lease.Lease, error)) func(context.Context, string, time.Duration, leasetest.Opts) (lease.Interface, error) {
-		return func(ctx context.Context, name string, ttl time.Duration, o leasetest.Opts) (lease.Interface, error) {
+	acquire := func(f func(*lease.Client, context.Context, string, time.Duration, ...lease.AcquireOption) (*lease.Lease, error)) func(context.Context, string, time.Duration, Opts) (Lease, error) {
+		return func(ctx context.Context, name string, ttl time.Duration, o Opts) (Lease, error) {
 			var opts []lease.AcquireOption
 			if o.Holder != "" && b != "no-holder" {
 				opts = append(opts, lease.WithHolder(o.Holder))
@@ -140,69 +139,69 @@ func broken(c *lease.Client, b string) leasetest.Client {
 			return wrap(l, err, b)
 		}
 	}
-	return leasetest.Client{TryAcquire: acquire((*lease.Client).TryAcquire), Acquire: acquire((*lease.Client).Acquire)}
+	return Client{TryAcquire: acquire((*lease.Client).TryAcquire), Acquire: acquire((*lease.Client).Acquire)}
 }
 
 // wrap returns l broken as b says (a nil l as it is).
-func wrap(l *lease.Lease, err error, b string) (lease.Interface, error) {
+func wrap(l *lease.Lease, err error, b string) (Lease, error) {
 	if l == nil {
 		return l, err
 	}
-	return &brokenLease{Interface: l, b: b}, err
+	return &brokenLease{Lease: l, b: b}, err
 }
 
 // brokenLease is a lease broken as b says. Its methods dereference it, so
 // a nil one panics.
 type brokenLease struct {
-	lease.Interface
+	Lease
 	b string
 }
 
 func (l *brokenLease) Release(ctx context.Context) error {
 	switch l.b {
 	case "release-twice":
-		if err := l.Interface.Err(); err != nil {
+		if err := l.Lease.Err(); err != nil {
 			return err
 		}
 	case "release-lost":
-		if err := l.Interface.Release(ctx); !errors.Is(err, lease.ErrLost) {
+		if err := l.Lease.Release(ctx); !errors.Is(err, lease.ErrLost) {
 			return err
 		}
 		return nil
 	case "own-timeout":
 		ctx, cancel := ownTimeout(ctx)
 		defer cancel()
-		return l.Interface.Release(ctx)
+		return l.Lease.Release(ctx)
 	}
-	return l.Interface.Release(ctx)
+	return l.Lease.Release(ctx)
 }
 
 func (l *brokenLease) Refresh(ctx context.Context, ttl time.Duration) error {
 	if l.b == "own-timeout" {
 		ctx, cancel := ownTimeout(ctx)
 		defer cancel()
-		return l.Interface.Refresh(ctx, ttl)
+		return l.Lease.Refresh(ctx, ttl)
 	}
-	return l.Interface.Refresh(ctx, ttl)
+	return l.Lease.Refresh(ctx, ttl)
 }
 
 func (l *brokenLease) Reissue(ctx context.Context, floor uint64) (fence.Token, error) {
 	if l.b == "reissue-noop" {
-		return l.Interface.Token(), nil
+		return l.Lease.Token(), nil
 	}
-	return l.Interface.Reissue(ctx, floor)
+	return l.Lease.Reissue(ctx, floor)
 }
 
 func (l *brokenLease) Done() <-chan struct{} {
 	if l.b == "done-open" {
 		return nil
 	}
-	return l.Interface.Done()
+	return l.Lease.Done()
 }
 
-func (l *brokenLease) Err() error         { return l.Interface.Err() }
-func (l *brokenLease) Held() bool         { return l.Interface.Held() }
-func (l *brokenLease) Token() fence.Token { return l.Interface.Token() }
+func (l *brokenLease) Err() error         { return l.Lease.Err() }
+func (l *brokenLease) Held() bool         { return l.Lease.Held() }
+func (l *brokenLease) Token() fence.Token { return l.Lease.Token() }
 
 // ownTimeout replaces ctx's deadline with a 3s timeout of its own.
 func ownTimeout(ctx context.Context) (context.Context, context.CancelFunc) {

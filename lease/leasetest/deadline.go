@@ -14,29 +14,29 @@ import (
 )
 
 const (
-	// CallDeadline is the context deadline of the calls the deadline tests
+	// callDeadline is the context deadline of the calls the deadline tests
 	// make.
-	CallDeadline = testenv.CallDeadline
-	// Margin is how long after CallDeadline such a call may return. A call
+	callDeadline = testenv.CallDeadline
+	// margin is how long after callDeadline such a call may return. A call
 	// that honours its context returns within milliseconds of it; the margin
 	// is for shared, noisy test machines. A call that waits for its own
 	// timeouts or cleanups instead takes longer.
-	Margin = 2 * time.Second
+	margin = 2 * time.Second
 )
 
-// within calls f with a context that ends after CallDeadline, and fails the
-// test (without stopping it) when f returned more than Margin after it.
+// within calls f with a context that ends after callDeadline, and fails the
+// test (without stopping it) when f returned more than margin after it.
 func within(t testing.TB, what string, f func(ctx context.Context) error) error {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), CallDeadline)
+	ctx, cancel := context.WithTimeout(t.Context(), callDeadline)
 	defer cancel()
 	start := time.Now()
 	err := f(ctx)
 	took := time.Since(start)
-	t.Logf("%s: returned after %v (deadline %v); err: %v", what, took.Round(time.Millisecond), CallDeadline, err)
-	if took > CallDeadline+Margin {
+	t.Logf("%s: returned after %v (deadline %v); err: %v", what, took.Round(time.Millisecond), callDeadline, err)
+	if took > callDeadline+margin {
 		t.Errorf("%s outlived its context: returned after %v, more than the %v deadline + %v",
-			what, took.Round(time.Millisecond), CallDeadline, Margin)
+			what, took.Round(time.Millisecond), callDeadline, margin)
 	}
 	return err
 }
@@ -54,24 +54,24 @@ func acquireEnded(t testing.TB, h Harness, err error) {
 // Deadlines checks that no call outlives its context: with a majority of
 // its servers frozen by SIGSTOP (connections open, nothing answers; all of
 // one server), TryAcquire, Acquire, Refresh and Release return by their
-// deadline (within Margin); an acquire's error wraps
+// deadline (within margin); an acquire's error wraps
 // NotAcquired and context.DeadlineExceeded, Refresh leaves the lease as it
 // was, Release ends it. The acquires may have taken the lock on the frozen
 // servers: once they resume, the kind's release in the background must
 // free it within a few seconds (the ttl is a minute). A waiting Acquire on
 // a lock held elsewhere also gives up at its deadline, or at once when its
 // context is cancelled, with context.Canceled in the error.
-func Deadlines(t *testing.T, h Harness, shared Servers) {
+func deadlines(t *testing.T, h Harness, shared servers) {
 	ctx := ctxFor(t, time.Minute)
-	s := NewServers(t, h)
+	s := newServers(t, h)
 	c := h.New(t, s.Addrs)
 	// Open the connections and load the scripts.
-	require.NoError(t, try(t, c, Name(t), time.Minute, Opts{}).Release(ctx))
-	toRefresh := try(t, c, Name(t), time.Minute, Opts{})
-	toRelease := try(t, c, Name(t), time.Minute, Opts{})
-	tryName, acquireName := Name(t), Name(t)
+	require.NoError(t, try(t, c, lockName(t), time.Minute, Opts{}).Release(ctx))
+	toRefresh := try(t, c, lockName(t), time.Minute, Opts{})
+	toRelease := try(t, c, lockName(t), time.Minute, Opts{})
+	tryName, acquireName := lockName(t), lockName(t)
 
-	frozen := s.Majority()
+	frozen := s.majority()
 	resume := func() {
 		for _, r := range frozen {
 			_ = r.Resume()
@@ -121,7 +121,7 @@ func Deadlines(t *testing.T, h Harness, shared Servers) {
 	})
 	t.Run("HeldAcquire", func(t *testing.T) {
 		c := h.New(t, shared.Addrs)
-		n := Name(t)
+		n := lockName(t)
 		try(t, c, n, time.Minute, Opts{})
 		acquireEnded(t, h, within(t, "Acquire", func(ctx context.Context) error {
 			_, err := c.Acquire(ctx, n, time.Minute, Opts{})
@@ -143,7 +143,7 @@ func Deadlines(t *testing.T, h Harness, shared Servers) {
 // once) return the refusal before their deadline; with a majority of the
 // servers killed under held leases, Refresh and Release return an error by their deadline,
 // Refresh leaving the lease as it was and Release ending it.
-func ClosedPort(t *testing.T, h Harness) {
+func closedPort(t *testing.T, h Harness) {
 	addrs := make([]string, h.Servers)
 	for i := range addrs {
 		addrs[i] = testenv.ClosedAddr(t)
@@ -151,11 +151,11 @@ func ClosedPort(t *testing.T, h Harness) {
 	closed := h.New(t, addrs)
 	for _, a := range []struct {
 		name string
-		f    func(ctx context.Context, name string, ttl time.Duration, o Opts) (lease.Interface, error)
+		f    func(ctx context.Context, name string, ttl time.Duration, o Opts) (Lease, error)
 	}{{"TryAcquire", closed.TryAcquire}, {"Acquire", closed.Acquire}} {
 		t.Run(a.name, func(t *testing.T) {
 			err := within(t, a.name, func(ctx context.Context) error {
-				_, err := a.f(ctx, Name(t), time.Minute, Opts{})
+				_, err := a.f(ctx, lockName(t), time.Minute, Opts{})
 				return err
 			})
 			require.Error(t, err)
@@ -164,11 +164,11 @@ func ClosedPort(t *testing.T, h Harness) {
 		})
 	}
 
-	s := NewServers(t, h)
+	s := newServers(t, h)
 	c := h.New(t, s.Addrs)
-	toRefresh := try(t, c, Name(t), time.Minute, Opts{})
-	toRelease := try(t, c, Name(t), time.Minute, Opts{})
-	for _, r := range s.Majority() {
+	toRefresh := try(t, c, lockName(t), time.Minute, Opts{})
+	toRelease := try(t, c, lockName(t), time.Minute, Opts{})
+	for _, r := range s.majority() {
 		require.NoError(t, r.Kill())
 	}
 	t.Run("Refresh", func(t *testing.T) {

@@ -12,9 +12,8 @@
 // contention.
 //
 // To prove a lease kind, adapt it with a [Harness] in a test and call
-// [Run]. The Harness takes plain functions and values, not the kind's
-// option types: its adapter turns [Opts] into the kind's options. For the
-// single-Redis lease:
+// [Run]. A *lease.Client of either kind of this module is adapted by
+// [ClientOf]:
 //
 //	func TestLeasetest(t *testing.T) {
 //		leasetest.Run(t, leasetest.Harness{
@@ -25,9 +24,9 @@
 //				t.Cleanup(func() { rdb.Close() })
 //				c, err := lease.New(rdb)
 //				require.NoError(t, err)
-//				return adapt(c)
+//				return leasetest.ClientOf(c)
 //			},
-//			NilClient:   adapt(nil),
+//			NilClient:   leasetest.ClientOf(nil),
 //			NilLease:    (*lease.Lease)(nil),
 //			NotAcquired: lease.ErrNotAcquired,
 //			Lost:        lease.ErrLost,
@@ -36,26 +35,8 @@
 //		})
 //	}
 //
-//	func adapt(c *lease.Client) leasetest.Client {
-//		opts := func(o leasetest.Opts) []lease.AcquireOption {
-//			var opts []lease.AcquireOption
-//			if o.Holder != "" {
-//				opts = append(opts, lease.WithHolder(o.Holder))
-//			}
-//			if o.KeepAlive {
-//				opts = append(opts, lease.WithKeepAlive(0))
-//			}
-//			return opts
-//		}
-//		return leasetest.Client{
-//			TryAcquire: func(ctx context.Context, name string, ttl time.Duration, o leasetest.Opts) (lease.Interface, error) {
-//				return c.TryAcquire(ctx, name, ttl, opts(o)...)
-//			},
-//			Acquire: func(ctx context.Context, name string, ttl time.Duration, o leasetest.Opts) (lease.Interface, error) {
-//				return c.Acquire(ctx, name, ttl, opts(o)...)
-//			},
-//		}
-//	}
+// A kind of another module builds a [Client] of its own functions, turning
+// [Opts] into its options, and returns leases that satisfy [Lease].
 //
 // The kit starts the redis-servers itself (redis-server must be on PATH),
 // on free loopback ports, and hands their addresses to [Harness.New]: one
@@ -63,8 +44,8 @@
 // own for the tests that freeze (SIGSTOP) or kill them. A lease kind of
 // another module passes too, as long as it runs on redis-servers it is
 // given by address; REDIS_URL is not used, because the kit must be free to
-// break its servers. Every test uses lock names of its own (see [Name]).
+// break its servers. Every test uses lock names of its own.
 //
-// Each test is exported, so a kind may run one alone; [Run] runs them all,
-// in a few seconds. The kit imports testify.
+// [Run] runs them all, in a few seconds, as subtests (go test -run
+// 'TestLeasetest/Loss' runs one). The kit imports testify.
 package leasetest

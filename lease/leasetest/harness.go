@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/fencelock/fencelock/fence"
 	"github.com/fencelock/fencelock/internal/testenv"
 	"github.com/fencelock/fencelock/lease"
 )
@@ -34,7 +35,7 @@ type Harness struct {
 	// *lease.Client: its calls must return an error wrapping Invalid.
 	NilClient Client
 	// NilLease is a typed nil lease of the kind, such as a nil *lease.Lease.
-	NilLease lease.Interface
+	NilLease Lease
 	// The kind's sentinel errors. Each must wrap the lease package's of the
 	// same meaning (lease.ErrNotAcquired, ErrLost, ErrReleased, ErrInvalid),
 	// or be it.
@@ -45,9 +46,9 @@ type Harness struct {
 // An adapter passes the lease it got on, a typed nil included.
 type Client struct {
 	// TryAcquire tries once to take lock name for ttl.
-	TryAcquire func(ctx context.Context, name string, ttl time.Duration, o Opts) (lease.Interface, error)
+	TryAcquire func(ctx context.Context, name string, ttl time.Duration, o Opts) (Lease, error)
 	// Acquire waits for lock name until ctx ends.
-	Acquire func(ctx context.Context, name string, ttl time.Duration, o Opts) (lease.Interface, error)
+	Acquire func(ctx context.Context, name string, ttl time.Duration, o Opts) (Lease, error)
 }
 
 // Opts are the per-acquire options the suite uses; an adapter turns them
@@ -60,25 +61,41 @@ type Opts struct {
 	KeepAlive bool
 }
 
-// ClientOf is the kit's Client over TryAcquire and Acquire of a kind of
-// this module (which take the lease family's options, see
-// Opts.AcquireOptions): leasetest.ClientOf(c.TryAcquire, c.Acquire).
-func ClientOf[L lease.Interface](try, acquire lease.AcquireFunc[L]) Client {
-	anyTry, anyAcquire := lease.AsInterface(try), lease.AsInterface(acquire)
+// Lease is a lease as the suite sees it: what *lease.Lease does, for
+// kinds of this module and of others.
+type Lease interface {
+	Token() fence.Token
+	Done() <-chan struct{}
+	Err() error
+	Context() context.Context
+	Held() bool
+	Deadline() time.Time
+	Refresh(ctx context.Context, ttl time.Duration) error
+	Release(ctx context.Context) error
+	Reissue(ctx context.Context, floor uint64) (fence.Token, error)
+}
+
+// ClientOf is the kit's Client over a *lease.Client of either kind of
+// this module.
+func ClientOf(c *lease.Client) Client {
+	wrap := func(l *lease.Lease, err error) (Lease, error) {
+		if err != nil {
+			return nil, err
+		}
+		return l, nil
+	}
 	return Client{
-		TryAcquire: func(ctx context.Context, name string, ttl time.Duration, o Opts) (lease.Interface, error) {
-			return anyTry(ctx, name, ttl, o.AcquireOptions()...)
+		TryAcquire: func(ctx context.Context, name string, ttl time.Duration, o Opts) (Lease, error) {
+			return wrap(c.TryAcquire(ctx, name, ttl, o.acquireOptions()...))
 		},
-		Acquire: func(ctx context.Context, name string, ttl time.Duration, o Opts) (lease.Interface, error) {
-			return anyAcquire(ctx, name, ttl, o.AcquireOptions()...)
+		Acquire: func(ctx context.Context, name string, ttl time.Duration, o Opts) (Lease, error) {
+			return wrap(c.Acquire(ctx, name, ttl, o.acquireOptions()...))
 		},
 	}
 }
 
-// AcquireOptions are o as the lease family's acquire options
-// (lease.WithHolder, lease.WithKeepAlive), which both kinds of this module
-// take; a kind of another module translates Opts itself.
-func (o Opts) AcquireOptions() []lease.AcquireOption {
+// acquireOptions are o as lease's acquire options.
+func (o Opts) acquireOptions() []lease.AcquireOption {
 	var opts []lease.AcquireOption
 	if o.Holder != "" {
 		opts = append(opts, lease.WithHolder(o.Holder))
@@ -95,18 +112,18 @@ func (o Opts) AcquireOptions() []lease.AcquireOption {
 // kill them.
 func Run(t *testing.T, h Harness) {
 	requireHarness(t, h)
-	s := NewServers(t, h)
-	t.Run("Deadlines", func(t *testing.T) { Deadlines(t, h, s) })
-	t.Run("ClosedPort", func(t *testing.T) { ClosedPort(t, h) })
-	t.Run("ReleaseTwice", func(t *testing.T) { ReleaseTwice(t, h, s) })
-	t.Run("ReleaseLost", func(t *testing.T) { ReleaseLost(t, h, s) })
-	t.Run("Loss", func(t *testing.T) { Loss(t, h, s) })
-	t.Run("KeepAlive", func(t *testing.T) { KeepAlive(t, h, s) })
-	t.Run("Reacquire", func(t *testing.T) { Reacquire(t, h, s) })
-	t.Run("Reissue", func(t *testing.T) { Reissue(t, h, s) })
-	t.Run("NilInput", func(t *testing.T) { NilInput(t, h, s) })
-	t.Run("BadInput", func(t *testing.T) { BadInput(t, h, s) })
-	t.Run("Order", func(t *testing.T) { Order(t, h, s, 4, 20) })
+	s := newServers(t, h)
+	t.Run("Deadlines", func(t *testing.T) { deadlines(t, h, s) })
+	t.Run("ClosedPort", func(t *testing.T) { closedPort(t, h) })
+	t.Run("ReleaseTwice", func(t *testing.T) { releaseTwice(t, h, s) })
+	t.Run("ReleaseLost", func(t *testing.T) { releaseLost(t, h, s) })
+	t.Run("Loss", func(t *testing.T) { loss(t, h, s) })
+	t.Run("KeepAlive", func(t *testing.T) { keepAlive(t, h, s) })
+	t.Run("Reacquire", func(t *testing.T) { reacquire(t, h, s) })
+	t.Run("Reissue", func(t *testing.T) { reissue(t, h, s) })
+	t.Run("NilInput", func(t *testing.T) { nilInput(t, h, s) })
+	t.Run("BadInput", func(t *testing.T) { badInput(t, h, s) })
+	t.Run("Order", func(t *testing.T) { order(t, h, s, 4, 20) })
 }
 
 func requireHarness(t *testing.T, h Harness) {
@@ -132,22 +149,22 @@ func requireHarness(t *testing.T, h Harness) {
 	}
 }
 
-// Servers are redis-servers of the suite, with the addresses a client of
+// servers are the redis-servers of the suite, with the addresses a client of
 // the kind runs on.
-type Servers struct {
+type servers struct {
 	Redis []*testenv.Redis
 	Addrs []string
 }
 
-// Majority returns the servers the suite freezes or kills: a majority,
+// majority returns the servers the suite freezes or kills: a majority,
 // the last len/2+1 (all of one).
-func (s Servers) Majority() []*testenv.Redis { return s.Redis[len(s.Redis)/2:] }
+func (s servers) majority() []*testenv.Redis { return s.Redis[len(s.Redis)/2:] }
 
 // NewServers starts h.Servers redis-servers, closed when t ends.
-func NewServers(t testing.TB, h Harness) Servers {
+func newServers(t testing.TB, h Harness) servers {
 	t.Helper()
 	rs := testenv.NewRedisN(t, h.Servers)
-	s := Servers{Redis: rs}
+	s := servers{Redis: rs}
 	for _, r := range rs {
 		s.Addrs = append(s.Addrs, r.Addr())
 	}
@@ -155,12 +172,12 @@ func NewServers(t testing.TB, h Harness) Servers {
 }
 
 // Name returns a lock name unique to this test and call.
-func Name(t testing.TB) string {
+func lockName(t testing.TB) string {
 	return strings.ReplaceAll(t.Name(), " ", "_") + "/" + randHex(4)
 }
 
 // Holder returns a fresh holder id.
-func Holder() string { return "leasetest-" + randHex(8) }
+func newHolder() string { return "leasetest-" + randHex(8) }
 
 func randHex(n int) string {
 	b := make([]byte, n)
@@ -176,7 +193,7 @@ func ctxFor(t testing.TB, d time.Duration) context.Context {
 }
 
 // try takes name with c.TryAcquire and fails the test if it cannot.
-func try(t testing.TB, c Client, name string, ttl time.Duration, o Opts) lease.Interface {
+func try(t testing.TB, c Client, name string, ttl time.Duration, o Opts) Lease {
 	t.Helper()
 	l, err := c.TryAcquire(ctxFor(t, 10*time.Second), name, ttl, o)
 	require.NoError(t, err, "TryAcquire %q", name)
@@ -192,7 +209,7 @@ func try(t testing.TB, c Client, name string, ttl time.Duration, o Opts) lease.I
 // requireEnded asserts that l ended with an error wrapping want (and
 // lease's sentinel of the same meaning): Done closed, Held false, Context
 // cancelled with Err as its cause.
-func requireEnded(t testing.TB, l lease.Interface, want, leaseWant error) {
+func requireEnded(t testing.TB, l Lease, want, leaseWant error) {
 	t.Helper()
 	select {
 	case <-l.Done():
@@ -214,7 +231,7 @@ func requireEnded(t testing.TB, l lease.Interface, want, leaseWant error) {
 }
 
 // requireLive asserts that l is held: Err nil, Done open, Held true.
-func requireLive(t testing.TB, l lease.Interface, what string) {
+func requireLive(t testing.TB, l Lease, what string) {
 	t.Helper()
 	require.NoError(t, l.Err(), what)
 	assert.True(t, l.Held(), "%s: Held", what)
@@ -262,7 +279,7 @@ func waitFree(t testing.TB, c Client, name string, d time.Duration) error {
 
 // waitDone waits for l's Done for at most d, and fails the test if it
 // stays open.
-func waitDone(t testing.TB, l lease.Interface, d time.Duration) {
+func waitDone(t testing.TB, l Lease, d time.Duration) {
 	t.Helper()
 	select {
 	case <-l.Done():

@@ -18,7 +18,7 @@ import (
 // deferred before the acquire's error was checked calls it) return an
 // error wrapping Invalid, or the zero answer, without panicking; a call
 // with a nil context leaves a held lease as it was.
-func NilInput(t *testing.T, h Harness, s Servers) {
+func nilInput(t *testing.T, h Harness, s servers) {
 	ctx := ctxFor(t, 30*time.Second)
 	var nilCtx context.Context
 	c := h.New(t, s.Addrs)
@@ -32,9 +32,9 @@ func NilInput(t *testing.T, h Harness, s Servers) {
 	}
 
 	t.Run("Context", func(t *testing.T) {
-		invalid(t, "TryAcquire(nil ctx)", func() error { _, err := c.TryAcquire(nilCtx, Name(t), time.Minute, Opts{}); return err })
-		invalid(t, "Acquire(nil ctx)", func() error { _, err := c.Acquire(nilCtx, Name(t), time.Minute, Opts{}); return err })
-		l := try(t, c, Name(t), time.Minute, Opts{})
+		invalid(t, "TryAcquire(nil ctx)", func() error { _, err := c.TryAcquire(nilCtx, lockName(t), time.Minute, Opts{}); return err })
+		invalid(t, "Acquire(nil ctx)", func() error { _, err := c.Acquire(nilCtx, lockName(t), time.Minute, Opts{}); return err })
+		l := try(t, c, lockName(t), time.Minute, Opts{})
 		invalid(t, "Refresh(nil ctx)", func() error { return l.Refresh(nilCtx, time.Minute) })
 		invalid(t, "Reissue(nil ctx)", func() error { _, err := l.Reissue(nilCtx, 1); return err })
 		invalid(t, "Release(nil ctx)", func() error { return l.Release(nilCtx) })
@@ -43,11 +43,11 @@ func NilInput(t *testing.T, h Harness, s Servers) {
 	})
 	t.Run("Client", func(t *testing.T) {
 		invalid(t, "TryAcquire on a nil client", func() error {
-			_, err := h.NilClient.TryAcquire(ctx, Name(t), time.Minute, Opts{})
+			_, err := h.NilClient.TryAcquire(ctx, lockName(t), time.Minute, Opts{})
 			return err
 		})
 		invalid(t, "Acquire on a nil client", func() error {
-			_, err := h.NilClient.Acquire(ctx, Name(t), time.Minute, Opts{})
+			_, err := h.NilClient.Acquire(ctx, lockName(t), time.Minute, Opts{})
 			return err
 		})
 	})
@@ -74,10 +74,10 @@ func NilInput(t *testing.T, h Harness, s Servers) {
 
 // BadInput checks that bad names and ttls are refused with Invalid before
 // any I/O: the lock is not taken and its counter not bumped.
-func BadInput(t *testing.T, h Harness, s Servers) {
+func badInput(t *testing.T, h Harness, s servers) {
 	ctx := ctxFor(t, 30*time.Second)
 	c := h.New(t, s.Addrs)
-	n := Name(t)
+	n := lockName(t)
 	before := try(t, c, n, time.Minute, Opts{})
 	require.NoError(t, before.Release(ctx))
 	for _, tc := range []struct {

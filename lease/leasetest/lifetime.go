@@ -15,10 +15,10 @@ import (
 // Released, Context cancelled with it), frees the lock for another client,
 // and that releasing again returns nil; Refresh and Reissue on the
 // released lease return its Err.
-func ReleaseTwice(t *testing.T, h Harness, s Servers) {
+func releaseTwice(t *testing.T, h Harness, s servers) {
 	ctx := ctxFor(t, 30*time.Second)
 	c, other := h.New(t, s.Addrs), h.New(t, s.Addrs)
-	n := Name(t)
+	n := lockName(t)
 	l := try(t, c, n, time.Minute, Opts{})
 	requireLive(t, l, "a new lease")
 	require.NoError(t, l.Release(ctx), "the first release")
@@ -38,10 +38,10 @@ func ReleaseTwice(t *testing.T, h Harness, s Servers) {
 // holder took the lock: it returns an error wrapping Lost (and lease's
 // ErrLost), does not touch the new holder's lock, and the second release
 // returns nil.
-func ReleaseLost(t *testing.T, h Harness, s Servers) {
+func releaseLost(t *testing.T, h Harness, s servers) {
 	ctx := ctxFor(t, 30*time.Second)
 	c, other, third := h.New(t, s.Addrs), h.New(t, s.Addrs), h.New(t, s.Addrs)
-	n := Name(t)
+	n := lockName(t)
 	old := try(t, c, n, 100*time.Millisecond, Opts{})
 	waitDone(t, old, 5*time.Second)
 	next, err := other.Acquire(ctxFor(t, 10*time.Second), n, time.Minute, Opts{})
@@ -65,10 +65,10 @@ func ReleaseLost(t *testing.T, h Harness, s Servers) {
 // wraps Lost (and lease's ErrLost), Context is cancelled with Err as cause,
 // Held is false, Refresh and Reissue say it is lost, and the lock is free
 // for another client.
-func Loss(t *testing.T, h Harness, s Servers) {
+func loss(t *testing.T, h Harness, s servers) {
 	ctx := ctxFor(t, 30*time.Second)
 	c, other := h.New(t, s.Addrs), h.New(t, s.Addrs)
-	n := Name(t)
+	n := lockName(t)
 	const ttl = 200 * time.Millisecond
 	start := time.Now()
 	l := try(t, c, n, ttl, Opts{})
@@ -90,10 +90,10 @@ func Loss(t *testing.T, h Harness, s Servers) {
 // KeepAlive checks that keep-alive holds a lease for several ttls (another
 // client cannot take the lock meanwhile) and that it stops on Release: the
 // lock stays free afterwards, past the keep-alive's interval.
-func KeepAlive(t *testing.T, h Harness, s Servers) {
+func keepAlive(t *testing.T, h Harness, s servers) {
 	ctx := ctxFor(t, 30*time.Second)
 	c, other := h.New(t, s.Addrs), h.New(t, s.Addrs)
-	n := Name(t)
+	n := lockName(t)
 	const ttl = 300 * time.Millisecond
 	l := try(t, c, n, ttl, Opts{KeepAlive: true})
 	time.Sleep(4 * ttl)

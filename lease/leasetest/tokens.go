@@ -19,11 +19,11 @@ import (
 // saved id, from another client, gets the same token back and the lock's
 // ttl on the servers is extended to the new one; another id, or none, does not get it; after the release, the
 // same id gets a new, greater token.
-func Reacquire(t *testing.T, h Harness, s Servers) {
+func reacquire(t *testing.T, h Harness, s servers) {
 	ctx := ctxFor(t, 30*time.Second)
 	c, restarted, other := h.New(t, s.Addrs), h.New(t, s.Addrs), h.New(t, s.Addrs)
-	n := Name(t)
-	id := Holder()
+	n := lockName(t)
+	id := newHolder()
 	const short = 500 * time.Millisecond
 	first := try(t, c, n, short, Opts{Holder: id})
 	saved := first.Token()
@@ -36,7 +36,7 @@ func Reacquire(t *testing.T, h Harness, s Servers) {
 	time.Sleep(short) // past the first ttl on the servers too
 	requireLive(t, again, "the re-acquired lease, past the first one's ttl")
 
-	_, err := other.TryAcquire(ctx, n, time.Minute, Opts{Holder: Holder()})
+	_, err := other.TryAcquire(ctx, n, time.Minute, Opts{Holder: newHolder()})
 	assert.ErrorIs(t, err, h.NotAcquired, "another holder id")
 	_, err = other.TryAcquire(ctx, n, time.Minute, Opts{})
 	assert.ErrorIs(t, err, h.NotAcquired, "a fresh holder id")
@@ -52,10 +52,10 @@ func Reacquire(t *testing.T, h Harness, s Servers) {
 // Reissue checks that Reissue above a floor gives the lease a greater
 // token, which it keeps (Token, Refresh), under the same name and holder,
 // and that the next holder's token is greater still.
-func Reissue(t *testing.T, h Harness, s Servers) {
+func reissue(t *testing.T, h Harness, s servers) {
 	ctx := ctxFor(t, 30*time.Second)
 	c, other := h.New(t, s.Addrs), h.New(t, s.Addrs)
-	n := Name(t)
+	n := lockName(t)
 	l := try(t, c, n, time.Minute, Opts{})
 	old := l.Token()
 	require.Positive(t, old.Seq, "the kind's tokens are fenced")
@@ -83,9 +83,9 @@ func Reissue(t *testing.T, h Harness, s Servers) {
 // client of its own, take one lock rounds times with Acquire; no two held
 // windows overlap (a counter of holders inside), and every token is
 // greater than the previous holder's.
-func Order(t *testing.T, h Harness, s Servers, workers, rounds int) {
+func order(t *testing.T, h Harness, s servers, workers, rounds int) {
 	ctx := ctxFor(t, 2*time.Minute)
-	n := Name(t)
+	n := lockName(t)
 	var (
 		inside   atomic.Int32
 		overlaps atomic.Int32

@@ -58,7 +58,7 @@ func leaseOnce(c *lease.Client) acquireRelease {
 	}
 }
 
-func redlockOnce(c *redlock.Client) acquireRelease {
+func redlockOnce(c *lease.Client) acquireRelease {
 	return func(ctx context.Context, key string) (time.Duration, error) {
 		start := time.Now()
 		l, err := c.TryAcquire(ctx, key, time.Minute)

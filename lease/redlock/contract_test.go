@@ -70,8 +70,8 @@ func TestReissueWithMinorityRestartedEmpty(t *testing.T) {
 	require.NoError(t, err)
 	restart(t, ctx, rs, []int{1, 2, 4})
 	_, err = l.Reissue(ctx, 1000)
-	assert.ErrorIs(t, err, redlock.ErrLost)
-	assert.ErrorIs(t, l.Err(), redlock.ErrLost)
+	assert.ErrorIs(t, err, lease.ErrLost)
+	assert.ErrorIs(t, l.Err(), lease.ErrLost)
 }
 
 // TestHealWriteRedlock: after every node restarted empty, the next holder's
@@ -135,9 +135,9 @@ func TestWithHolderReacquires(t *testing.T) {
 	}
 
 	_, err = c.TryAcquire(ctx, n, 30*time.Second, lease.WithHolder("someone-else"))
-	assert.ErrorIs(t, err, redlock.ErrNotAcquired)
+	assert.ErrorIs(t, err, lease.ErrNotAcquired)
 	_, err = c.TryAcquire(ctx, n, 30*time.Second, lease.WithHolder("bad id!"))
-	assert.ErrorIs(t, err, redlock.ErrInvalid)
+	assert.ErrorIs(t, err, lease.ErrInvalid)
 
 	require.NoError(t, again.Release(ctx))
 	next, err := c.TryAcquire(ctx, n, 30*time.Second, lease.WithHolder(saved.Holder))
@@ -175,7 +175,7 @@ func TestInspect(t *testing.T) {
 	assert.Equal(t, rdbs[1].(*redis.Client).Options().Addr, info.Nodes[1].Addr)
 
 	_, err = c.Inspect(ctx, "bad{name}")
-	assert.ErrorIs(t, err, redlock.ErrInvalid)
+	assert.ErrorIs(t, err, lease.ErrInvalid)
 }
 
 // TestRedlockContextAndRelease: the lease's Context ends with it; a
@@ -195,7 +195,7 @@ func TestRedlockContextAndRelease(t *testing.T) {
 		wg.Go(func() {
 			for range 20 {
 				if err := l.Refresh(ctx, 30*time.Second); err != nil {
-					if !errors.Is(err, redlock.ErrReleased) {
+					if !errors.Is(err, lease.ErrReleased) {
 						t.Errorf("refresh: %v", err)
 					}
 					return
@@ -207,7 +207,7 @@ func TestRedlockContextAndRelease(t *testing.T) {
 	require.NoError(t, l.Release(ctx))
 	wg.Wait()
 	<-lctx.Done()
-	assert.ErrorIs(t, context.Cause(lctx), redlock.ErrReleased)
+	assert.ErrorIs(t, context.Cause(lctx), lease.ErrReleased)
 	assert.ErrorIs(t, context.Cause(lctx), lease.ErrReleased)
 	assert.NoError(t, l.Release(ctx))
 	for i, rdb := range sharedRDB {
@@ -225,34 +225,34 @@ func TestRedlockInputRules(t *testing.T) {
 	n := name(t)
 	for _, ttl := range []time.Duration{time.Millisecond, 2 * time.Millisecond} {
 		_, err := c.TryAcquire(ctx, n, ttl)
-		assert.ErrorIs(t, err, redlock.ErrInvalid, "ttl %v", ttl)
+		assert.ErrorIs(t, err, lease.ErrInvalid, "ttl %v", ttl)
 	}
 	for _, every := range []time.Duration{time.Nanosecond, 10 * time.Second} {
 		_, err := c.TryAcquire(ctx, n, time.Second, lease.WithKeepAlive(every))
-		assert.ErrorIs(t, err, redlock.ErrInvalid, "keep-alive %v", every)
+		assert.ErrorIs(t, err, lease.ErrInvalid, "keep-alive %v", every)
 	}
 	var typed *redis.Client
 	_, err := redlock.New([]redis.UniversalClient{sharedRDB[0], typed, sharedRDB[2]})
-	assert.ErrorIs(t, err, redlock.ErrInvalid, "typed nil node")
+	assert.ErrorIs(t, err, lease.ErrInvalid, "typed nil node")
 	_, err = redlock.New(sharedRDB[:3], nil)
-	assert.ErrorIs(t, err, redlock.ErrInvalid, "nil option")
+	assert.ErrorIs(t, err, lease.ErrInvalid, "nil option")
 	var nilCtx context.Context
 	_, err = c.TryAcquire(nilCtx, n, time.Second)
-	assert.ErrorIs(t, err, redlock.ErrInvalid)
+	assert.ErrorIs(t, err, lease.ErrInvalid)
 	_, err = c.Acquire(nilCtx, n, time.Second)
-	assert.ErrorIs(t, err, redlock.ErrInvalid)
+	assert.ErrorIs(t, err, lease.ErrInvalid)
 	_, err = c.TryAcquire(ctx, n, time.Second, nil)
-	assert.ErrorIs(t, err, redlock.ErrInvalid)
-	var nc *redlock.Client
+	assert.ErrorIs(t, err, lease.ErrInvalid)
+	var nc *lease.Client
 	_, err = nc.TryAcquire(ctx, n, time.Second)
-	assert.ErrorIs(t, err, redlock.ErrInvalid)
+	assert.ErrorIs(t, err, lease.ErrInvalid)
 	_, err = nc.Advance(ctx, n, 1)
-	assert.ErrorIs(t, err, redlock.ErrInvalid)
+	assert.ErrorIs(t, err, lease.ErrInvalid)
 
 	l, err := c.TryAcquire(ctx, n, time.Second)
 	require.NoError(t, err)
 	_, err = l.Reissue(ctx, 5)
-	assert.ErrorIs(t, err, redlock.ErrInvalid, "Reissue needs quorum fencing")
+	assert.ErrorIs(t, err, lease.ErrInvalid, "Reissue needs quorum fencing")
 	assert.NoError(t, l.Err(), "and that does not end the lease")
 	require.NoError(t, l.Release(ctx))
 }
@@ -262,10 +262,10 @@ func TestRedlockInputRules(t *testing.T) {
 func TestCloseWaitsForCleanup(t *testing.T) {
 	c := newLocker(t, sharedRDB)
 	var nilCtx context.Context
-	assert.ErrorIs(t, c.Close(nilCtx), redlock.ErrInvalid)
-	var nc *redlock.Client
-	assert.ErrorIs(t, nc.Close(t.Context()), redlock.ErrInvalid)
+	assert.ErrorIs(t, c.Close(nilCtx), lease.ErrInvalid)
+	var nc *lease.Client
+	assert.ErrorIs(t, nc.Close(t.Context()), lease.ErrInvalid)
 	require.NoError(t, c.Close(t.Context()), "nothing pending")
 	_, err := c.TryAcquire(t.Context(), name(t), time.Minute)
-	assert.ErrorIs(t, err, redlock.ErrInvalid, "closed")
+	assert.ErrorIs(t, err, lease.ErrInvalid, "closed")
 }

@@ -3,7 +3,7 @@
 // stays available while a minority of the nodes is down, for
 // efficiency-class locking.
 //
-//	locks, err := redlock.New([]redis.UniversalClient{a, b, c}) // three independent masters
+//	locks, err := redlock.New([]*redis.Client{a, b, c}) // three independent masters: a *lease.Client
 //	l, err := locks.Acquire(ctx, "reports/daily", 30*time.Second)
 //	if err != nil {
 //		return err
@@ -12,34 +12,35 @@
 //
 // # The algorithm
 //
-// A [Client] is given N clients, one per independent master (N odd, usually
+// [New] is given N clients, one per independent master (N odd, usually
 // 3 or 5; [WithForceNodeCount] allows other counts). To acquire, it sends the
 // lease's acquire script to every node at once under one fresh holder id
 // (a UUID), each call bounded by a short per-node timeout ([WithNodeTimeout],
 // 50ms by default). The lock is obtained when a majority granted it and the
 // time spent leaves validity: elapsed < ttl − drift, with drift = ttl×factor
-// + 2ms ([lease.WithDriftFactor], factor 0.01 by default). The [Lease] then trusts
+// + 2ms (lease.WithDriftFactor, factor 0.01 by default). The lease then trusts
 // its lock until a local deadline on the monotonic clock: the start of the
-// acquire + ttl − drift; [Lease.Done] closes then, or earlier when a refresh
-// finds the lock lost, or on release. A failed attempt is released at once
-// on every node that may have granted it, so it blocks no one.
-// [Client.Acquire] waits for the lock (release wake-ups over pub/sub, the
-// nodes' remaining ttls, jittered backoff), and retries attempts that nodes
-// did not answer in time; it gives up early only when hard errors leave no
-// majority, or when every attempt for a whole ttl failed a majority (see
-// its doc). [Client.TryAcquire] tries once.
+// acquire + ttl − drift; its Done closes then, or earlier when a refresh
+// finds the lock lost from a majority, or on release. A failed attempt is
+// released at once on every node whose call may have run (a node that
+// answered "held by another", or whose call surely never went out, is
+// skipped), so it blocks no one; where a node does not answer, the release
+// is retried in the background until the ttl or until the node refuses
+// connections. Acquire waits for the lock (release wake-ups over pub/sub,
+// the nodes' remaining ttls, jittered backoff), and retries attempts that
+// nodes did not answer in time; it gives up early only when hard errors
+// leave no majority, or when every attempt for a whole ttl failed a
+// majority. TryAcquire tries once.
 //
 // Errors of individual nodes are kept as [NodeError] values naming the node,
-// joined with errors.Join under the package's sentinels ([ErrNotAcquired],
-// [ErrLost], ...), so a failure says which nodes refused or timed out and
-// why. The sentinels wrap the lease's, so errors.Is(err, lease.ErrLost) holds
-// for both kinds of lock.
+// joined on one line under package lease's sentinels (lease.ErrNotAcquired,
+// lease.ErrLost, ...), so a failure says which nodes refused or timed out
+// and why.
 //
 // Give each node a go-redis client with ContextTimeoutEnabled: true,
-// MaxRetries: -1 and DialerRetries: 1 (see [WithNodeTimeout] and [New]'s
-// example): the node timeout then really bounds each call, and a node that
-// is down fails at once instead of spending the timeout on go-redis's own
-// retries.
+// MaxRetries: -1 and DialerRetries: 1 (New refuses the first two missing):
+// the node timeout then really bounds each call, and a node that is down
+// fails at once instead of spending the timeout on go-redis's own retries.
 //
 // # Fencing tokens
 //
@@ -52,16 +53,15 @@
 // before the lease is returned. Then tokens of non-overlapping acquisitions
 // increase even when any minority of the nodes restarts empty between them.
 // In the steady state the write-back costs nothing: all counters agree and
-// nothing needs lifting. [Lease.Reissue] and heal.Write restore progress
+// nothing needs lifting. Lease.Reissue and heal.Write restore progress
 // when a majority restarted empty and the storage has seen higher Seqs.
 //
 // # One lease contract
 //
-// A [Lease] shares the single-node lease's lifetime (package lease): the
-// same local deadline, Done, Err, Context, keep-alive, serialised Refresh,
-// Release and Reissue, and the same rules for ttls and keep-alive
-// intervals. It satisfies lease.Interface, so helpers written for one lease
-// kind work with both.
+// New returns a *lease.Client, and its leases are *lease.Lease: the same
+// local deadline, Done, Err, Context, keep-alive, serialised Refresh,
+// Release and Reissue, the same rules for ttls and keep-alive intervals,
+// and one wait loop. Code written for one kind works with both.
 //
 // # Redlock is not a correctness lock
 //
@@ -83,7 +83,7 @@
 // is what the Redis documentation calls an efficiency lock.
 //
 // When concurrent writers would corrupt data, the resource itself must refuse
-// stale writers: pass [Lease.Token] with every write and have a verifier at
+// stale writers: pass the lease's Token with every write and have a verifier at
 // the storage (package verifier) accept it only if its Seq is higher than
 // any seen before, or the same token again. That is safe with the single-node
 // lease (package lease) as well as with redlock, as long as the tokens

@@ -20,7 +20,7 @@ import (
 // runs them may be busy.
 
 func ExampleNew() {
-	var nodes []redis.UniversalClient
+	var nodes []*redis.Client
 	for _, r := range shared {
 		nodes = append(nodes, redis.NewClient(&redis.Options{
 			Addr:                  r.Addr(),
@@ -42,11 +42,15 @@ func ExampleNew() {
 	if err != nil {
 		panic(err)
 	}
-	fmt.Printf("%d nodes, majority %d\n", len(locks.Nodes()), locks.Quorum())
+	info, err := locks.Inspect(context.Background(), "example:any")
+	if err != nil {
+		panic(err)
+	}
+	fmt.Printf("%d nodes, majority %d\n", len(info.Nodes), len(info.Nodes)/2+1)
 	// Output: 5 nodes, majority 3
 }
 
-func ExampleClient_TryAcquire() {
+func Example_tryAcquire() {
 	ctx := context.Background()
 	locks, _ := redlock.New(sharedRDB, redlock.WithNodeTimeout(time.Second))
 	l, err := locks.TryAcquire(ctx, "example:nightly-report", 30*time.Second)
@@ -58,13 +62,13 @@ func ExampleClient_TryAcquire() {
 	fmt.Println("holding", l.Name(), "until about", time.Until(l.Deadline()).Round(time.Second))
 
 	_, err = locks.TryAcquire(ctx, "example:nightly-report", 30*time.Second)
-	fmt.Println("second try:", errors.Is(err, redlock.ErrNotAcquired))
+	fmt.Println("second try:", errors.Is(err, lease.ErrNotAcquired))
 	// Output:
 	// holding example:nightly-report until about 30s
 	// second try: true
 }
 
-func ExampleClient_Acquire() {
+func Example_acquire() {
 	ctx := context.Background()
 	locks, _ := redlock.New(sharedRDB, redlock.WithQuorumFencing(true), redlock.WithNodeTimeout(time.Second))
 	first, _ := locks.TryAcquire(ctx, "example:rebuild-index", 30*time.Second)
@@ -88,7 +92,7 @@ func ExampleClient_Acquire() {
 // A correctness lock needs the storage to check the token: with quorum
 // fencing, redlock's tokens increase, so a verifier can reject a holder
 // whose lease ran out while it was paused.
-func ExampleLease_Token() {
+func Example_leaseToken() {
 	ctx := context.Background()
 	locks, _ := redlock.New(sharedRDB, redlock.WithQuorumFencing(true), redlock.WithNodeTimeout(time.Second))
 	store := verifier.NewMemory() // stands in for the storage's own check
@@ -108,7 +112,7 @@ func ExampleLease_Token() {
 	// old holder rejected: true
 }
 
-func ExampleWithKeepAlive() {
+func Example_keepAlive() {
 	ctx := context.Background()
 	locks, _ := redlock.New(sharedRDB, redlock.WithNodeTimeout(time.Second))
 	l, err := locks.TryAcquire(ctx, "example:long-job", time.Second, lease.WithKeepAlive(0))

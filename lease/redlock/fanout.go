@@ -3,101 +3,127 @@ package redlock
 import (
 	"context"
 	"errors"
-	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/fencelock/fencelock/internal/batch"
 	"github.com/fencelock/fencelock/internal/family"
 	"github.com/fencelock/fencelock/internal/lifetime"
 	"github.com/fencelock/fencelock/internal/notify"
+	"github.com/fencelock/fencelock/internal/sentinel"
 )
 
 // node is one independent Redis master.
 type node struct {
-	addr string
-	// rdb is batch: the node's client with its script calls batched.
+	addr   string
 	rdb    redis.UniversalClient
-	batch  *batch.Client
 	notify *notify.Notifier // its waiters' pub/sub, whose mode its releases follow
-	dials  *family.Dials    // its last failed dial, named when it did not answer
+	probe  *family.Prober   // tells a node that refuses connections from a slow one
+	// slots bounds the calls in flight to the node by its client's pool
+	// size: a call waits for a slot before its node timeout starts, so a
+	// burst of waiters queues here instead of timing out in go-redis's
+	// pool.
+	slots chan struct{}
 }
 
-// named adds to a node's error of time (the node timeout or the caller's
-// context) the node's last failed dial since start.
-func (n node) named(err error, start time.Time) error {
-	if errors.Is(err, ErrNodeTimeout) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
-		return n.dials.Name(err, start)
+func newNode(addr string, rdb redis.UniversalClient) node {
+	size := defaultSlots
+	if c, ok := rdb.(*redis.Client); ok && c.Options().PoolSize > 0 {
+		size = c.Options().PoolSize
 	}
-	return err
+	return node{addr: addr, rdb: rdb, notify: notify.New(rdb), probe: family.NewProber(rdb), slots: make(chan struct{}, size)}
 }
+
+// defaultSlots bounds the calls in flight to a node whose pool size is not
+// known.
+const defaultSlots = 64
 
 // reply is one node's answer to a fanned-out call. err is nil when the node
-// answered val, else a *NodeError. in reports whether the node's answer (val
-// or its own error) arrived; it is false for a node fanout stopped waiting for.
+// answered val, else a *NodeError. sent says what the call did: a call that
+// fanout stopped waiting for was either never made (NotSent) or is in
+// flight (MayHaveRun). in reports whether the node's answer arrived.
 type reply[T any] struct {
-	val T
-	err error
-	in  bool
+	val  T
+	err  error
+	sent family.Sent
+	in   bool
 }
 
+// call states of one node's call in fanout.
+const (
+	waiting int32 = iota // not made yet
+	making               // made: it may run
+	dropped              // fanout stopped waiting first: it will not be made
+)
+
 // fanout calls op on every node at once and collects the answers. Each call
-// runs under ctx and a deadline timeout away; fanout returns when every node
-// has answered, when that deadline or ctx ends, or as soon as settled (if not
-// nil) reports, given the replies so far, that the outcome cannot change.
-// Replies not in by then carry a *NodeError wrapping ErrNodeTimeout, or
-// ctx.Err() when the caller's context ended, or errNotAwaited when settled
-// ended the wait. When a node's batch had not sent its call by then (a
-// batch.Tracker per node says so), the call never goes out and the error
-// wraps batch.ErrNotSent too: the call surely did not run.
+// waits for one of its node's slots, then runs under ctx and a deadline
+// timeout away; fanout returns when every node has answered, when ctx
+// ends, or as soon as settled (if not nil) reports, given the replies so
+// far, that the outcome cannot change. Replies not in by then carry a
+// *NodeError wrapping ErrNodeTimeout, or ctx.Err() when the caller's
+// context ended, or errNotAwaited when settled ended the wait; and whether
+// their call was made, as a value. A node that refused a direct dial
+// meanwhile is named in its error, and its call was not sent.
 //
-// The calls that are still running are cancelled and left to finish on their
-// own; they send into a buffered channel, so they never block and always end
-// (when the redis client honours contexts, at once; otherwise at its
-// ReadTimeout). Nothing waits for them.
+// The calls still running are cancelled and left to finish on their own
+// goroutines; they send into a buffered channel, so they never block.
 func fanout[T any](ctx context.Context, nodes []node, timeout time.Duration,
 	op func(context.Context, node) (T, error), settled func([]reply[T]) bool,
 ) []reply[T] {
 	parent, start := ctx, time.Now()
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
 	type answer struct {
-		i   int
-		val T
-		err error
+		i    int
+		val  T
+		sent family.Sent
+		err  error
 	}
 	ch := make(chan answer, len(nodes))
-	sent := make([]*batch.Tracker, len(nodes))
+	state := make([]atomic.Int32, len(nodes))
 	for i, n := range nodes {
-		var nctx context.Context
-		nctx, sent[i] = batch.Track(ctx)
-		workers.run(func() {
-			v, err := op(nctx, n)
-			ch <- answer{i, v, err}
-		})
+		go func() {
+			select {
+			case n.slots <- struct{}{}:
+				defer func() { <-n.slots }()
+			case <-ctx.Done():
+				if state[i].CompareAndSwap(waiting, dropped) {
+					ch <- answer{i: i, sent: family.NotSent, err: ctx.Err()}
+				}
+				return
+			}
+			if !state[i].CompareAndSwap(waiting, making) {
+				return // fanout is gone: the call is never made
+			}
+			cctx, ccancel := context.WithTimeout(ctx, timeout)
+			defer ccancel()
+			v, sent, err := family.Watch(cctx, n.probe, min(timeout/2, family.ProbeAfter), func(ctx context.Context) (T, error) { return op(ctx, n) })
+			ch <- answer{i, v, sent, err}
+		}()
 	}
 
 	out := make([]reply[T], len(nodes))
 	record := func(a answer) {
-		out[a.i] = reply[T]{val: a.val, in: true}
+		out[a.i] = reply[T]{val: a.val, sent: a.sent, in: true}
 		if a.err != nil {
-			out[a.i].err = &NodeError{Addr: nodes[a.i].addr, Err: nodes[a.i].named(nodeErr(parent, ctx, timeout, a.err), start)}
+			out[a.i].err = &NodeError{Addr: nodes[a.i].addr, Err: nodeErr(parent, timeout, a.err)}
 		}
 	}
+	got := 0
 collect:
-	for range nodes {
+	for got < len(nodes) {
 		select {
 		case a := <-ch:
 			record(a)
+			got++
 			if settled != nil && settled(out) {
 				break collect
 			}
-		case <-ctx.Done():
-			// The answers already sent are kept: a call that ended with
-			// the deadline may say that it never went out (batch).
-			for {
+		case <-parent.Done():
+			for { // keep the answers already in
 				select {
 				case a := <-ch:
 					record(a)
@@ -108,18 +134,21 @@ collect:
 		}
 	}
 	for i := range out {
-		switch {
-		case out[i].in:
-		case ctx.Err() == nil:
+		if out[i].in {
+			continue
+		}
+		out[i].sent = family.MayHaveRun
+		if state[i].CompareAndSwap(waiting, dropped) {
+			out[i].sent = family.NotSent
+		}
+		var cause error
+		if de := nodes[i].probe.Since(start); de != nil {
+			cause, out[i].sent = de, family.NotSent // refused: it never got a connection
+		}
+		if parent.Err() == nil {
 			out[i].err = errNotAwaited // settled early
-		default:
-			// The node's batch says whether its call went out, and from
-			// now on it will not: one that did not surely did not run.
-			var cause error
-			if !sent[i].Seal() {
-				cause = batch.ErrNotSent
-			}
-			out[i].err = &NodeError{Addr: nodes[i].addr, Err: nodes[i].named(nodeErr(parent, ctx, timeout, cause), start)}
+		} else {
+			out[i].err = &NodeError{Addr: nodes[i].addr, Err: nodeErr(parent, timeout, cause)}
 		}
 	}
 	return out
@@ -128,16 +157,17 @@ collect:
 // nodeErr says why a node failed: the caller's context ended, the node did
 // not answer in time (the per-node deadline passed, or the client's own
 // timeout fired first), or (cause) its own error.
-func nodeErr(parent, ctx context.Context, timeout time.Duration, cause error) error {
+func nodeErr(parent context.Context, timeout time.Duration, cause error) error {
+	var dial *family.DialError
 	switch pe := lifetime.Ended(parent); {
-	case pe != nil && errors.Is(cause, batch.ErrNotSent):
-		return fmt.Errorf("%w: %w", pe, batch.ErrNotSent) // and the call never went out
+	case pe != nil && errors.As(cause, &dial):
+		return family.Named(pe, dial)
 	case pe != nil:
 		if cause != nil && !errors.Is(cause, pe) {
-			return errors.Join(pe, cause)
+			return sentinel.Join(pe, cause)
 		}
 		return pe
-	case cause == nil, errors.Is(cause, context.DeadlineExceeded), errors.Is(cause, batch.ErrNotSent), isTimeout(cause):
+	case cause == nil, errors.Is(cause, context.DeadlineExceeded), isTimeout(cause):
 		return nodeTimeout(timeout, cause)
 	}
 	return cause
@@ -152,7 +182,8 @@ func isTimeout(err error) bool {
 // because the outcome was already settled. It is not a failure of the node.
 var errNotAwaited = errors.New("redlock: answer not awaited")
 
-// failed returns the errors of the nodes that failed, joined, or nil.
+// failed returns the errors of the nodes that failed, joined on one line,
+// or nil.
 func failed[T any](rs []reply[T]) error {
 	var errs []error
 	for _, r := range rs {
@@ -160,39 +191,5 @@ func failed[T any](rs []reply[T]) error {
 			errs = append(errs, r.err)
 		}
 	}
-	return errors.Join(errs...)
-}
-
-// workers runs fanout's calls. A worker goroutine outlives one call and
-// waits up to workerIdle for the next, so the stacks that go-redis's deep
-// call path grows are reused instead of grown again for every node of every
-// call (that growth was a fifth of the client's CPU time in an uncontended
-// acquire+release). Idle workers exit; nothing needs closing.
-var workers = &workerPool{tasks: make(chan func())}
-
-const workerIdle = time.Second
-
-type workerPool struct{ tasks chan func() }
-
-// run hands f to an idle worker, or starts one.
-func (w *workerPool) run(f func()) {
-	select {
-	case w.tasks <- f:
-	default:
-		go w.loop(f)
-	}
-}
-
-func (w *workerPool) loop(f func()) {
-	idle := time.NewTimer(workerIdle)
-	defer idle.Stop()
-	for {
-		f()
-		idle.Reset(workerIdle)
-		select {
-		case f = <-w.tasks:
-		case <-idle.C:
-			return
-		}
-	}
+	return sentinel.Join(errs...)
 }

@@ -60,7 +60,7 @@ func TestMinorityDownMajorityDown(t *testing.T) {
 	l, err := c.TryAcquire(ctx, n, 10*time.Second)
 	require.NoError(t, err, "3 of 5 nodes are up")
 	err = l.Release(ctx)
-	assert.NotErrorIs(t, err, redlock.ErrLost, "released on the 3 live nodes")
+	assert.NotErrorIs(t, err, lease.ErrLost, "released on the 3 live nodes")
 	assert.ElementsMatch(t, []string{rs[1].Addr(), rs[3].Addr()}, addrs(nodeErrors(err)),
 		"release reports the stopped nodes: %v", err)
 
@@ -71,13 +71,13 @@ func TestMinorityDownMajorityDown(t *testing.T) {
 	require.NoError(t, rs[4].Stop())
 	for _, try := range []struct {
 		name string
-		f    func(context.Context, string, time.Duration, ...lease.AcquireOption) (*redlock.Lease, error)
+		f    func(context.Context, string, time.Duration, ...lease.AcquireOption) (*lease.Lease, error)
 	}{{"TryAcquire", c.TryAcquire}, {"Acquire", c.Acquire}} {
 		start := time.Now()
 		_, err = try.f(ctx, n, 10*time.Second)
 		elapsed := time.Since(start)
 		require.Error(t, err, try.name)
-		assert.ErrorIs(t, err, redlock.ErrNotAcquired, try.name)
+		assert.ErrorIs(t, err, lease.ErrNotAcquired, try.name)
 		var ne *redlock.NodeError
 		require.True(t, errors.As(err, &ne), "%s: %v", try.name, err)
 		assert.ElementsMatch(t, []string{rs[1].Addr(), rs[3].Addr(), rs[4].Addr()}, addrs(nodeErrors(err)), try.name)
@@ -112,7 +112,7 @@ func TestRefreshWithoutQuorumKeepsLease(t *testing.T) {
 	}
 	err = l.Refresh(ctx, 10*time.Second)
 	require.Error(t, err)
-	assert.NotErrorIs(t, err, redlock.ErrLost)
+	assert.NotErrorIs(t, err, lease.ErrLost)
 	assert.ElementsMatch(t, []string{rs[2].Addr(), rs[3].Addr(), rs[4].Addr()}, addrs(nodeErrors(err)))
 	assert.NoError(t, l.Err())
 	assert.Equal(t, deadline, l.Deadline())
@@ -123,8 +123,8 @@ func TestRefreshWithoutQuorumKeepsLease(t *testing.T) {
 	// The restarted nodes lost the key; two nodes still hold it, which is
 	// no majority: now the lease is lost.
 	err = l.Refresh(ctx, 10*time.Second)
-	assert.ErrorIs(t, err, redlock.ErrLost)
-	assert.ErrorIs(t, l.Err(), redlock.ErrLost)
+	assert.ErrorIs(t, err, lease.ErrLost)
+	assert.ErrorIs(t, l.Err(), lease.ErrLost)
 }
 
 // TestPausedNodeDoesNotStall SIGSTOPs one node for longer than the node

@@ -2,10 +2,11 @@ package redlock
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/fencelock/fencelock/internal/protocol"
+	"github.com/fencelock/fencelock/internal/sentinel"
+	"github.com/fencelock/fencelock/lease"
 )
 
 // writeBack is the second half of quorum fencing: it makes seq, the highest
@@ -24,7 +25,7 @@ import (
 // written again; in the steady state (all counters equal) there is nothing
 // to write and no second round trip. Nodes that did not answer the acquire
 // are skipped: another round trip to them would most likely time out too.
-func (c *Client) writeBack(ctx context.Context, name string, k protocol.Keys, holder string, rs []reply[protocol.TryResult], seq uint64) error {
+func (q *quorum) writeBack(ctx context.Context, name string, k protocol.Keys, holder string, rs []reply[protocol.TryResult], seq uint64) error {
 	have := 0
 	var lag []node
 	for i, r := range rs {
@@ -33,12 +34,12 @@ func (c *Client) writeBack(ctx context.Context, name string, k protocol.Keys, ho
 		case r.val.Got() && r.val.Seq == seq:
 			have++
 		default: // granted with another Seq, or held by another holder
-			lag = append(lag, c.nodes[i])
+			lag = append(lag, q.nodes[i])
 		}
 	}
 	var errs error
 	if len(lag) > 0 {
-		out := fanout(ctx, lag, c.cfg.NodeTimeout, adoptOp(k, holder, seq, c.counter()), nil)
+		out := fanout(ctx, lag, q.set.nodeTimeout, adoptOp(k, holder, seq, q.counter()), nil)
 		for _, r := range out {
 			if r.err == nil {
 				have++
@@ -46,9 +47,9 @@ func (c *Client) writeBack(ctx context.Context, name string, k protocol.Keys, ho
 		}
 		errs = failed(out)
 	}
-	if have < c.quorum {
-		return errors.Join(fmt.Errorf("%w: %q: quorum fencing: Seq %d reached %d of %d nodes, %d needed",
-			ErrNotAcquired, name, seq, have, len(c.nodes), c.quorum), errs)
+	if have < q.quorum {
+		return sentinel.Join(fmt.Errorf("%w: %q: quorum fencing: Seq %d reached %d of %d nodes, %d needed",
+			lease.ErrNotAcquired, name, seq, have, len(q.nodes), q.quorum), errs)
 	}
 	return nil
 }

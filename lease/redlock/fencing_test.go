@@ -35,7 +35,7 @@ func restart(t *testing.T, ctx context.Context, rs []*testenv.Redis, idx []int) 
 }
 
 // acquireSeq takes and releases the lock once and returns its token's Seq.
-func acquireSeq(t *testing.T, ctx context.Context, c *redlock.Client, n string) uint64 {
+func acquireSeq(t *testing.T, ctx context.Context, c *lease.Client, n string) uint64 {
 	t.Helper()
 	l, err := c.TryAcquire(ctx, n, 10*time.Second)
 	require.NoError(t, err)

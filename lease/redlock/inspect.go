@@ -2,86 +2,51 @@ package redlock
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"slices"
 	"time"
 
-	"github.com/fencelock/fencelock/fence"
+	"github.com/fencelock/fencelock/internal/family"
 	"github.com/fencelock/fencelock/internal/protocol"
-	"github.com/fencelock/fencelock/lease"
 )
 
-// Info is a lock's state over the nodes, read at about one instant. Its
-// lease.Info is the majority's view: Holder is the holder id found on a
-// majority of the nodes ("" when no holder has one: the lock is free or
-// split); Token is that holder's token, with the highest Seq among the
-// nodes where it holds the lock; TTL is how long it keeps a majority (the
-// remaining ttl of its quorum-th longest key); LastSeq is the highest
-// counter among the nodes that answered.
-type Info struct {
-	lease.Info
-	// Nodes is each node's own view, in the order given to [New]; a node
-	// that failed has Err set.
-	Nodes []NodeInfo
-}
-
-// NodeInfo is one node's state of a lock.
-type NodeInfo struct {
-	Addr string
-	lease.Info
-	Err error // a *NodeError when the node did not answer
-}
-
-// Inspect reads lock name's holder, remaining ttl and counter on every node
-// at once (one atomic script per node, each bounded by the node timeout).
-// It returns an error only for bad input or when fewer than a majority of
-// the nodes answered; the failed nodes' errors are in Info.Nodes either way.
-func (c *Client) Inspect(ctx context.Context, name string) (Info, error) {
-	if c == nil || len(c.nodes) == 0 || ctx == nil {
-		return Info{}, invalid("nil client or context")
-	}
-	if err := c.check(name, time.Second); err != nil {
-		return Info{}, err
-	}
-	k := c.keys(name)
-	rs := fanout(ctx, c.nodes, c.cfg.NodeTimeout, func(ctx context.Context, n node) (protocol.State, error) {
+// Inspect reads the lock on every node at once (one atomic script per node,
+// each bounded by the node timeout) and makes the majority's view of it.
+func (q *quorum) Inspect(ctx context.Context, name string) (family.State, error) {
+	k := q.keys(name)
+	rs := fanout(ctx, q.nodes, q.set.nodeTimeout, func(ctx context.Context, n node) (protocol.State, error) {
 		return protocol.Inspect(ctx, n.rdb, k)
 	}, nil)
 
-	info := Info{Info: lease.Info{Name: name}, Nodes: make([]NodeInfo, len(rs))}
+	st := family.State{Nodes: make([]family.NodeState, len(rs))}
 	answered := 0
 	ttls := map[string][]time.Duration{}
 	for i, r := range rs {
-		ni := NodeInfo{Addr: c.nodes[i].addr, Err: r.err}
+		ns := family.NodeState{Addr: q.nodes[i].addr, Err: r.err}
 		if r.err == nil {
 			answered++
 			s := r.val
-			ni.Info = lease.Info{Name: name, Holder: s.Holder, TTL: s.PTTL, LastSeq: s.LastSeq}
+			ns.State = family.State{Holder: s.Holder, Seq: s.Seq, TTL: s.PTTL, LastSeq: s.LastSeq}
 			if s.Holder != "" {
-				ni.Token = fence.Token{Key: name, Seq: s.Seq, Holder: s.Holder}
 				ttls[s.Holder] = append(ttls[s.Holder], s.PTTL)
 			}
-			info.LastSeq = max(info.LastSeq, s.LastSeq)
+			st.LastSeq = max(st.LastSeq, s.LastSeq)
 		}
-		info.Nodes[i] = ni
+		st.Nodes[i] = ns
 	}
 	for h, ds := range ttls {
-		if len(ds) < c.quorum {
+		if len(ds) < q.quorum {
 			continue
 		}
 		slices.Sort(ds)
-		info.Holder, info.TTL = h, ds[len(ds)-c.quorum]
-		info.Token = fence.Token{Key: name, Holder: h}
-		for _, n := range info.Nodes {
-			if n.Err == nil && n.Holder == h {
-				info.Token.Seq = max(info.Token.Seq, n.Token.Seq)
+		st.Holder, st.TTL = h, ds[len(ds)-q.quorum]
+		for _, n := range st.Nodes {
+			if n.Err == nil && n.State.Holder == h {
+				st.Seq = max(st.Seq, n.State.Seq)
 			}
 		}
 	}
-	if answered < c.quorum {
-		return info, errors.Join(fmt.Errorf("redlock: inspect %q: %d of %d nodes answered, %d needed",
-			name, answered, len(c.nodes), c.quorum), failed(rs))
+	if answered < q.quorum {
+		return st, joinf(failed(rs), "%d of %d nodes answered, %d needed", answered, len(q.nodes), q.quorum)
 	}
-	return info, nil
+	return st, nil
 }

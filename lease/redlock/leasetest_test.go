@@ -6,6 +6,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fencelock/fencelock/internal/testenv"
+	"github.com/fencelock/fencelock/lease"
 	"github.com/fencelock/fencelock/lease/leasetest"
 	"github.com/fencelock/fencelock/lease/redlock"
 )
@@ -24,15 +25,15 @@ func TestLeasetest(t *testing.T) {
 			return kitClient(newLocker(t, rdbs, redlock.WithQuorumFencing(true)))
 		},
 		NilClient:   kitClient(nil),
-		NilLease:    (*redlock.Lease)(nil),
-		NotAcquired: redlock.ErrNotAcquired,
-		Lost:        redlock.ErrLost,
-		Released:    redlock.ErrReleased,
-		Invalid:     redlock.ErrInvalid,
+		NilLease:    (*lease.Lease)(nil),
+		NotAcquired: lease.ErrNotAcquired,
+		Lost:        lease.ErrLost,
+		Released:    lease.ErrReleased,
+		Invalid:     lease.ErrInvalid,
 	})
 }
 
 // kitClient adapts c to the kit.
-func kitClient(c *redlock.Client) leasetest.Client {
-	return leasetest.ClientOf(c.TryAcquire, c.Acquire)
+func kitClient(c *lease.Client) leasetest.Client {
+	return leasetest.ClientOf(c)
 }

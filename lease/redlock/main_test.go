@@ -72,9 +72,9 @@ func ownNodes(t *testing.T, n int) ([]*testenv.Redis, []redis.UniversalClient) {
 // newLocker returns a redlock client over rdbs. Its node timeout is a
 // generous 1s unless opts set one: the default 50ms is easily missed on a
 // loaded two-core test machine, and most tests are not about timeouts.
-func newLocker(t testing.TB, rdbs []redis.UniversalClient, opts ...lease.Option) *redlock.Client {
+func newLocker(t testing.TB, rdbs []redis.UniversalClient, opts ...redlock.Option) *lease.Client {
 	t.Helper()
-	opts = append([]lease.Option{redlock.WithNodeTimeout(time.Second)}, opts...)
+	opts = append([]redlock.Option{redlock.WithNodeTimeout(time.Second)}, opts...)
 	c, err := redlock.New(rdbs, opts...)
 	require.NoError(t, err)
 	return c
@@ -91,3 +91,18 @@ func ctxFor(t testing.TB, d time.Duration) context.Context {
 	t.Cleanup(cancel)
 	return ctx
 }
+
+// nodeAddrs returns the addresses of c's nodes, in order, as Inspect names them.
+func nodeAddrs(t testing.TB, c *lease.Client) []string {
+	t.Helper()
+	info, _ := c.Inspect(context.Background(), "redlock-test/nodes")
+	var addrs []string
+	for _, n := range info.Nodes {
+		addrs = append(addrs, n.Addr)
+	}
+	require.NotEmpty(t, addrs)
+	return addrs
+}
+
+// quorumOf returns the majority of c's nodes.
+func quorumOf(t testing.TB, c *lease.Client) int { return len(nodeAddrs(t, c))/2 + 1 }

@@ -23,7 +23,7 @@ func TestNewRejects(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		nodes []redis.UniversalClient
-		opts  []lease.Option
+		opts  []redlock.Option
 	}{
 		{"no nodes", nil, nil},
 		{"one node", sharedRDB[:1], nil},
@@ -31,15 +31,15 @@ func TestNewRejects(t *testing.T) {
 		{"four nodes", sharedRDB[:4], nil},
 		{"nil node", []redis.UniversalClient{sharedRDB[0], nil, sharedRDB[1]}, nil},
 		{"duplicate", []redis.UniversalClient{sharedRDB[0], sharedRDB[1], sharedRDB[0]}, nil},
-		{"prefix brace", three, []lease.Option{lease.WithPrefix("a{")}},
-		{"drift", three, []lease.Option{lease.WithDriftFactor(0.5)}},
-		{"negative drift", three, []lease.Option{lease.WithDriftFactor(-0.1)}},
-		{"node timeout", three, []lease.Option{redlock.WithNodeTimeout(0)}},
-		{"backoff", three, []lease.Option{lease.WithBackoff(time.Second, time.Millisecond)}},
+		{"prefix brace", three, []redlock.Option{lease.WithPrefix("a{")}},
+		{"drift", three, []redlock.Option{lease.WithDriftFactor(0.5)}},
+		{"negative drift", three, []redlock.Option{lease.WithDriftFactor(-0.1)}},
+		{"node timeout", three, []redlock.Option{redlock.WithNodeTimeout(0)}},
+		{"backoff", three, []redlock.Option{lease.WithBackoff(time.Second, time.Millisecond)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := redlock.New(tc.nodes, tc.opts...)
-			assert.ErrorIs(t, err, redlock.ErrInvalid)
+			assert.ErrorIs(t, err, lease.ErrInvalid)
 			assert.ErrorIs(t, err, lease.ErrInvalid)
 		})
 	}
@@ -47,11 +47,11 @@ func TestNewRejects(t *testing.T) {
 	for _, n := range []int{1, 2, 4} {
 		c, err := redlock.New(sharedRDB[:n], redlock.WithForceNodeCount())
 		require.NoError(t, err, "%d nodes, forced", n)
-		assert.Equal(t, n/2+1, c.Quorum())
+		assert.Equal(t, n/2+1, quorumOf(t, c))
 	}
 	c := newLocker(t, sharedRDB)
-	assert.Equal(t, 3, c.Quorum())
-	for i, addr := range c.Nodes() {
+	assert.Equal(t, 3, quorumOf(t, c))
+	for i, addr := range nodeAddrs(t, c) {
 		assert.Equal(t, shared[i].Addr(), addr)
 	}
 }
@@ -72,12 +72,12 @@ func TestAcquireRejectsBadInputWithoutIO(t *testing.T) {
 		{"ok", time.Second, []lease.AcquireOption{lease.WithKeepAlive(time.Second)}},
 	} {
 		_, err := c.TryAcquire(ctx, tc.name, tc.ttl, tc.opts...)
-		assert.ErrorIs(t, err, redlock.ErrInvalid, "%q %v", tc.name, tc.ttl)
+		assert.ErrorIs(t, err, lease.ErrInvalid, "%q %v", tc.name, tc.ttl)
 		_, err = c.Acquire(ctx, tc.name, tc.ttl, tc.opts...)
-		assert.ErrorIs(t, err, redlock.ErrInvalid, "%q %v", tc.name, tc.ttl)
+		assert.ErrorIs(t, err, lease.ErrInvalid, "%q %v", tc.name, tc.ttl)
 	}
 	_, err := c.Advance(ctx, "a}", 1)
-	assert.ErrorIs(t, err, redlock.ErrInvalid)
+	assert.ErrorIs(t, err, lease.ErrInvalid)
 }
 
 func TestAcquireRefreshRelease(t *testing.T) {
@@ -110,7 +110,7 @@ func TestAcquireRefreshRelease(t *testing.T) {
 	}
 
 	_, err = c.TryAcquire(ctx, n, time.Second)
-	assert.ErrorIs(t, err, redlock.ErrNotAcquired)
+	assert.ErrorIs(t, err, lease.ErrNotAcquired)
 	assert.ErrorIs(t, err, lease.ErrNotAcquired)
 	var ne *redlock.NodeError
 	assert.False(t, errors.As(err, &ne), "a held lock is not a node failure: %v", err)
@@ -126,11 +126,11 @@ func TestAcquireRefreshRelease(t *testing.T) {
 
 	require.NoError(t, l.Release(ctx))
 	<-l.Done()
-	assert.ErrorIs(t, l.Err(), redlock.ErrReleased)
+	assert.ErrorIs(t, l.Err(), lease.ErrReleased)
 	assert.ErrorIs(t, l.Err(), lease.ErrReleased)
 	assert.False(t, l.Held())
 	assert.NoError(t, l.Release(ctx), "second release")
-	assert.ErrorIs(t, l.Refresh(ctx, time.Second), redlock.ErrReleased)
+	assert.ErrorIs(t, l.Refresh(ctx, time.Second), lease.ErrReleased)
 	for i, rdb := range sharedRDB {
 		st, err := protocol.Inspect(ctx, rdb, keys)
 		require.NoError(t, err)
@@ -171,14 +171,14 @@ func TestRefreshResetsLostKeysAndDetectsLoss(t *testing.T) {
 		require.NoError(t, rdb.Del(ctx, keys.Lock).Err())
 	}
 	err = l.Refresh(ctx, 10*time.Second)
-	assert.ErrorIs(t, err, redlock.ErrLost)
+	assert.ErrorIs(t, err, lease.ErrLost)
 	assert.ErrorIs(t, err, lease.ErrLost)
 	select {
 	case <-l.Done():
 	default:
 		t.Fatal("Done not closed after a lost refresh")
 	}
-	assert.ErrorIs(t, l.Err(), redlock.ErrLost)
+	assert.ErrorIs(t, l.Err(), lease.ErrLost)
 	// The lost lease is released everywhere, in the background.
 	for i, rdb := range sharedRDB {
 		assert.Eventually(t, func() bool {
@@ -186,7 +186,7 @@ func TestRefreshResetsLostKeysAndDetectsLoss(t *testing.T) {
 			return err == nil && st.Holder == ""
 		}, 5*time.Second, 10*time.Millisecond, "node %d", i)
 	}
-	assert.ErrorIs(t, l.Release(ctx), redlock.ErrLost, "release of a lost lease says so")
+	assert.ErrorIs(t, l.Release(ctx), lease.ErrLost, "release of a lost lease says so")
 	assert.NoError(t, l.Release(ctx), "and the second release returns nil")
 }
 
@@ -216,7 +216,7 @@ func TestAcquireWaitsForRelease(t *testing.T) {
 	wctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
 	defer cancel()
 	_, err = c.Acquire(wctx, n, time.Second)
-	assert.ErrorIs(t, err, redlock.ErrNotAcquired)
+	assert.ErrorIs(t, err, lease.ErrNotAcquired)
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
 }
 

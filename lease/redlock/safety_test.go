@@ -72,7 +72,7 @@ func TestMutualExclusion(t *testing.T) {
 func TestClockJumpBreaksRedlockVerifierSavesData(t *testing.T) {
 	rs, rdbs := ownNodes(t, 5)
 	ctx := ctxFor(t, 20*time.Second)
-	opts := []lease.Option{redlock.WithQuorumFencing(true), redlock.WithNodeTimeout(200 * time.Millisecond)}
+	opts := []redlock.Option{redlock.WithQuorumFencing(true), redlock.WithNodeTimeout(200 * time.Millisecond)}
 	c1 := newLocker(t, rdbs, opts...)
 	c2 := newLocker(t, rdbs, opts...)
 	n := name(t)

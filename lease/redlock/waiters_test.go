@@ -54,9 +54,9 @@ type burstResult struct {
 // subscriber on every node, releases the locks and lets the waiters take
 // them one after another (each releases at once). Meanwhile it samples
 // CLIENT LIST on every node for pub/sub connections.
-func burst(ctx context.Context, c *redlock.Client, rdbs []redis.UniversalClient, prefix string, keys, waiters int) (burstResult, error) {
+func burst(ctx context.Context, c *lease.Client, rdbs []redis.UniversalClient, prefix string, keys, waiters int) (burstResult, error) {
 	names := make([]string, keys)
-	var holders []*redlock.Lease
+	var holders []*lease.Lease
 	for i := range names {
 		names[i] = fmt.Sprintf("%s-%d", prefix, i)
 		// Acquire, not TryAcquire: on a loaded machine a holder's first

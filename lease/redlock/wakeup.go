@@ -6,27 +6,35 @@ import (
 	"reflect"
 	"time"
 
+	"github.com/fencelock/fencelock/internal/family"
 	"github.com/fencelock/fencelock/internal/notify"
+	"github.com/fencelock/fencelock/internal/protocol"
 )
 
 // wakeup is a waiting Acquire's registration on a lock's release channel on
 // every node, through the node's pub/sub connection that all the client's
 // waiters share (see package notify): a release wakes one local waiter per
-// node, not all of them.
+// node, not all of them. Without WithWakeup it has no registrations and
+// only its timers wake it.
 type wakeup struct {
-	c  *Client
-	ws []*notify.Waiter // in node order
+	a  *attempt
+	ws []*notify.Waiter // in node order; nil without WithWakeup
 }
 
-// listen registers a waiter for channel on every node and waits, for at
-// most 200ms in all, until the nodes confirmed the subscriptions, so that
-// the attempt that follows cannot miss a release. A node that is down or
-// paused delays it by no more than that; its waiter then wakes on the
-// timers alone.
-func (c *Client) listen(ctx context.Context, channel string) *wakeup {
-	w := &wakeup{c: c, ws: make([]*notify.Waiter, len(c.nodes))}
-	for i, n := range c.notify {
-		w.ws[i] = n.Register(ctx, channel, "")
+func (a *attempt) Joined() family.Waker { return nil }
+
+// Listen registers a waiter for the lock's channel on every node and waits,
+// for at most 200ms in all, until the nodes confirmed the subscriptions, so
+// that the attempt that follows cannot miss a release. A node that is down
+// or paused delays it by no more than that.
+func (a *attempt) Listen(ctx context.Context) family.Waker {
+	w := &wakeup{a: a}
+	if !a.q.set.wakeup {
+		return w
+	}
+	w.ws = make([]*notify.Waiter, len(a.q.nodes))
+	for i, n := range a.q.nodes {
+		w.ws[i] = n.notify.Register(ctx, a.keys.Channel, "")
 	}
 	ready, cancel := context.WithTimeout(ctx, readyWait)
 	defer cancel()
@@ -36,41 +44,39 @@ func (c *Client) listen(ctx context.Context, channel string) *wakeup {
 	return w
 }
 
+// Abandon has nothing to do: a failed attempt releases its nodes itself.
+func (a *attempt) Abandon(context.Context) {}
+
 // readyWait bounds the wait for the subscriptions' confirmations.
 const readyWait = 200 * time.Millisecond
 
-// close unregisters the waiters: a node's last waiter of the channel
-// unsubscribes it.
-func (w *wakeup) close() {
-	if w == nil {
-		return
-	}
+// maxWakeJitter caps the random delay after a release message.
+const maxWakeJitter = 2 * time.Millisecond
+
+func (w *wakeup) Close() {
 	for i, x := range w.ws {
-		w.c.notify[i].Unregister(x)
+		w.a.q.nodes[i].notify.Unregister(x)
 	}
 }
 
-// drain drops the wake-ups received so far: the attempt about to be made
+// BeforeTry drops the wake-ups received so far: the try about to be made
 // sees their effect anyway.
-func (w *wakeup) drain() {
-	if w == nil {
-		return
-	}
+func (w *wakeup) BeforeTry() {
 	for _, x := range w.ws {
 		x.Drain()
 	}
 }
 
-// maxWakeJitter caps the random delay after a release message.
-const maxWakeJitter = 2 * time.Millisecond
+// Got drops the wake-ups that came during the try that got the lock:
+// closing must not pass them on to the next waiter.
+func (w *wakeup) Got() { w.BeforeTry() }
 
-// wait blocks for d, or until a node in watch publishes a release (then for
-// a random extra up to jitter, so that the woken waiters of several clients
-// do not all collide; woken is then true), or until ctx ends, which it
-// returns as ctx.Err(). Releases from the other nodes are ignored: they are
-// the failed attempt's own releases, on the nodes that had granted it. w may
-// be nil: then only d and ctx count.
-func (w *wakeup) wait(ctx context.Context, d, jitter time.Duration, watch []bool) (woken bool, err error) {
+// Wait blocks for d, or until a node the last attempt found busy publishes
+// a release (then for a random extra of up to the minimum backoff, capped
+// at 2ms, so that the woken waiters of several clients do not all collide),
+// or until ctx ends. Releases from the other nodes are the failed attempt's
+// own, on the nodes that had granted it, and are ignored.
+func (w *wakeup) Wait(ctx context.Context, d time.Duration, _ family.Miss) (*family.Grant, bool, error) {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	// The number of nodes is known only at run time: select by reflection
@@ -79,29 +85,35 @@ func (w *wakeup) wait(ctx context.Context, d, jitter time.Duration, watch []bool
 		{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())},
 		{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(t.C)},
 	}
-	if w != nil {
-		for _, x := range w.ws {
-			cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(x.Wake())})
-		}
+	for _, x := range w.ws {
+		cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(x.Wake())})
 	}
-	for !woken {
+	for woken := false; !woken; {
 		switch i, _, _ := reflect.Select(cases); i {
 		case 0:
-			return false, ctx.Err()
+			return nil, false, ctx.Err()
 		case 1:
-			return false, nil
+			return nil, false, nil
 		default:
-			woken = watch[i-2]
+			woken = w.a.busy == nil || w.a.busy[i-2]
 		}
 	}
-	// A couple of ms spread the woken waiters over more than a loopback round
-	// trip, which is enough to avoid most split votes, without adding the
-	// whole backoff to every hand-off.
-	t.Reset(rand.N(min(jitter, maxWakeJitter) + 1))
+	t.Reset(rand.N(min(w.a.q.cfg.MinBackoff, maxWakeJitter) + 1))
 	select {
 	case <-ctx.Done():
-		return false, ctx.Err()
+		return nil, false, ctx.Err()
 	case <-t.C:
-		return true, nil
+		return nil, true, nil
+	}
+}
+
+// noteBusy records, per node, whether the attempt's reply said busy or
+// failed: only those nodes' releases can free a majority.
+func (a *attempt) noteBusy(rs []reply[protocol.TryResult]) {
+	if len(a.busy) != len(rs) {
+		a.busy = make([]bool, len(rs))
+	}
+	for i, r := range rs {
+		a.busy[i] = r.err != nil || !r.val.Got()
 	}
 }

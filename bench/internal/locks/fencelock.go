@@ -12,16 +12,16 @@ import (
 	"github.com/fencelock/fencelock/lease/redlock"
 )
 
-// leaseHold is an acquisition of any fencelock lease kind (lease.Interface:
+// leaseHold is an acquisition of any fencelock lease kind (*lease.Lease:
 // the single-node lease and redlock alike).
 type leaseHold struct {
-	l   lease.Interface
+	l   *lease.Lease
 	ttl time.Duration
 }
 
-// fencelockLock is a Lock over a fencelock client's try and wait for ttl.
-func fencelockLock[L lease.Interface](info Info, ttl time.Duration, try, wait lease.AcquireFunc[L]) *Lock {
-	held := func(l L, err error) (Hold, error) {
+// fencelockLock is a Lock over a fencelock client of either kind, for ttl.
+func fencelockLock(info Info, ttl time.Duration, c *lease.Client) *Lock {
+	held := func(l *lease.Lease, err error) (Hold, error) {
 		if err != nil {
 			return nil, err
 		}
@@ -29,10 +29,10 @@ func fencelockLock[L lease.Interface](info Info, ttl time.Duration, try, wait le
 	}
 	return &Lock{Info: info,
 		try: func(ctx context.Context, key string) (Hold, error) {
-			return held(try(ctx, key, ttl))
+			return held(c.TryAcquire(ctx, key, ttl))
 		},
 		wait: func(ctx context.Context, key string) (Hold, error) {
-			return held(wait(ctx, key, ttl))
+			return held(c.Acquire(ctx, key, ttl))
 		}}
 }
 
@@ -40,7 +40,7 @@ func (h leaseHold) Token() (fence.Token, bool)        { return h.l.Token(), true
 func (h leaseHold) Held() bool                        { return h.l.Held() }
 func (h leaseHold) Refresh(ctx context.Context) error { return h.l.Refresh(ctx, h.ttl) }
 func (h leaseHold) Release(ctx context.Context) error { return h.l.Release(ctx) }
-func (h leaseHold) Lease() lease.Interface            { return h.l }
+func (h leaseHold) Lease() *lease.Lease               { return h.l }
 
 var _ Leased = leaseHold{}
 
@@ -50,11 +50,11 @@ func leaseLock(rdb redis.UniversalClient, ttl time.Duration) (*Lock, error) {
 		return nil, err
 	}
 	info := Info{Nodes: 1, Note: "fencelock lease, defaults; waits with pub/sub wake-up"}
-	return fencelockLock(info, ttl, c.TryAcquire, c.Acquire), nil
+	return fencelockLock(info, ttl, c), nil
 }
 
 func redlockLock(nodes []redis.UniversalClient, ttl time.Duration, cfg Config) (*Lock, error) {
-	var opts []lease.Option
+	var opts []redlock.Option
 	note := "fencelock lease/redlock"
 	if cfg.NodeTimeout > 0 {
 		opts = append(opts, redlock.WithNodeTimeout(cfg.NodeTimeout))
@@ -69,5 +69,5 @@ func redlockLock(nodes []redis.UniversalClient, ttl time.Duration, cfg Config) (
 		return nil, err
 	}
 	info := Info{Nodes: len(nodes), Note: note + ", defaults otherwise; waits with pub/sub wake-up"}
-	return fencelockLock(info, ttl, c.TryAcquire, c.Acquire), nil
+	return fencelockLock(info, ttl, c), nil
 }

@@ -43,7 +43,7 @@ type Hold interface {
 // Leased is a Hold of a fencelock lease kind; heal.Write takes its lease.
 type Leased interface {
 	Hold
-	Lease() lease.Interface
+	Lease() *lease.Lease
 }
 
 // Family says where a lock comes from; the reports colour by it.
