@@ -155,9 +155,7 @@ func TestRedlockEventsAndKeepAlive(t *testing.T) {
 	rs := testenv.NewRedisN(t, 3)
 	var rdbs []redis.UniversalClient
 	for _, r := range rs {
-		c := r.Client()
-		t.Cleanup(func() { c.Close() })
-		rdbs = append(rdbs, c)
+		rdbs = append(rdbs, testenv.CtxClient(t, r.Addr(), 1))
 	}
 	var rec recorder
 	c, err := redlock.New(rdbs, lease.WithHooks(rec.hooks()), redlock.WithNodeTimeout(time.Second), redlock.WithQuorumFencing(true))

@@ -83,10 +83,12 @@ func (e *env) fresh(name string) (locks.Clients, func()) {
 	}
 }
 
-// clientOptions tunes every client alike: ContextTimeoutEnabled, as
-// lease/redlock asks for its per-node timeouts.
+// clientOptions tunes every client alike: ContextTimeoutEnabled and no
+// command retries, which lease/redlock requires of its nodes for its
+// per-node timeouts.
 func clientOptions(o *redis.Options) *redis.Options {
 	o.ContextTimeoutEnabled = true
+	o.MaxRetries = -1
 	return o
 }
 
