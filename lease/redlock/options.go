@@ -34,7 +34,7 @@ const DefaultNodeTimeout = 50 * time.Millisecond
 // that has not answered by then counts as failed (its [NodeError] wraps
 // [ErrNodeTimeout]) and the operation goes on with the others. Keep it
 // small next to the ttl: the time spent is taken from the lease's validity.
-// The default is 50ms ([DefaultNodeTimeout]).
+// The default is 50ms.
 func WithNodeTimeout(d time.Duration) Option {
 	return option(func(s *settings) error {
 		if d < time.Millisecond {
