@@ -69,13 +69,24 @@ func (l *Lease) lf() *lifetime.Life {
 
 // newLease starts the lifetime of an acquisition that began at start.
 func newLease(c *Client, req request, tok fence.Token, start time.Time) *Lease {
+	return newClaimedLease(c, req, tok, start, req.ttl)
+}
+
+// newClaimedLease is newLease for a lock set for claim, which a fair
+// handoff may leave below req.ttl until the lease confirms it
+// (lifetime.StartClaim).
+func newClaimedLease(c *Client, req request, tok fence.Token, start time.Time, claim time.Duration) *Lease {
 	// One allocation for both: they live and die together.
 	lb := &struct {
 		l Lease
 		b backend
 	}{b: backend{c: c, keys: req.keys, tok: tok}}
 	cfg := c.lifeConfig(req.ttl, req.opt.Interval)
-	lb.l.life = lifetime.Start(&lb.b, tok, start, req.ttl, cfg)
+	if claim < req.ttl {
+		lb.l.life = lifetime.StartClaim(&lb.b, tok, start, claim, cfg)
+	} else {
+		lb.l.life = lifetime.Start(&lb.b, tok, start, req.ttl, cfg)
+	}
 	return &lb.l
 }
 

@@ -146,13 +146,17 @@ func (c *Client) wait(ctx context.Context, req request, p *emit.Progress) (l *Le
 // when m is no handoff to it, names a try it does not know, or the lock is
 // gone by the time it looks.
 //
-// The lease counts from the send of the try that m names: that try wrote
-// the ticket the release used, so the handoff, and with it the key's ttl,
-// came after it was sent, however late the message is read and whatever
-// tries were sent since. When that leaves less than half the ttl, one
-// refresh, timed from before it is sent, must confirm the lock first, with
-// the message's Seq: the lock may have been handed to this waiter again
-// since, with a newer token.
+// The release set the lock for the claim window only (protocol.ClaimTTL,
+// at most the ticket's lifetime), so that a waiter that died holds it no
+// longer; the lease counts that claim from the send of the try that m
+// names: that try wrote the ticket the release used, so the handoff, and
+// with it the key's ttl, came after it was sent, however late the message
+// is read and whatever tries were sent since. The lease is returned at
+// once and confirms the lock to the whole ttl later, in the background
+// (lifetime.StartClaim). When the claim has less than half left (a message
+// read late), one refresh to the whole ttl, timed from before it is sent,
+// must confirm the lock first, with the message's Seq: the lock may have
+// been handed to this waiter again since, with a newer token.
 func (c *Client) handedOff(ctx context.Context, req request, m protocol.Message, tries recent) *Lease {
 	if !m.Handoff || m.Holder != req.try.Holder || lifetime.Ended(ctx) != nil {
 		return nil
@@ -167,15 +171,15 @@ func (c *Client) handedOff(ctx context.Context, req request, m protocol.Message,
 	if !ok {
 		return nil // not a try this Acquire knows: the next try finds out
 	}
-	valid := lifetime.Validity(req.ttl, c.cfg.DriftFactor)
-	if time.Until(start.Add(valid)) < req.ttl/2 {
-		start = time.Now()
+	claim := protocol.ClaimTTL(req.ttl)
+	if time.Until(start.Add(lifetime.Validity(claim, c.cfg.DriftFactor))) < claim/2 {
+		start, claim = time.Now(), req.ttl
 		held, err := protocol.Refresh(ctx, c.rdb, req.keys, m.Holder, m.Seq, req.ttl)
 		if err != nil || !held || lifetime.Ended(ctx) != nil {
 			return nil // the next try, or the leave, finds out what became of it
 		}
 	}
-	l := newLease(c, req, fence.Token{Key: req.name, Seq: m.Seq, Holder: m.Holder}, start)
+	l := newClaimedLease(c, req, fence.Token{Key: req.name, Seq: m.Seq, Holder: m.Holder}, start, claim)
 	if !l.Held() {
 		return nil // paused past its deadline on the way: the next try finds out
 	}
