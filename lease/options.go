@@ -45,10 +45,13 @@ const (
 // and again, at the price of starving the others.
 //
 // A fair waiter's ticket lives 2s without renewal (a waiter renews it with
-// every try), so a waiter that died drops out within 2s; but a lock handed
-// to it just before it died stays taken until its ttl runs out. A waiter
-// that gives up takes its ticket with it (see [Client.Close]). All clients
-// of one lock name must agree on this option.
+// every try), so a waiter that died drops out within 2s. A release hands
+// the lock over for those 2s only (the claim window; the ttl if shorter),
+// and the new holder's lease, alive, extends it to its ttl in the
+// background: so a lock handed to a waiter that died (an exit without
+// Close, SIGKILL) is free again 2s after the release, whatever ttl that
+// waiter asked for. A waiter that gives up takes its ticket with it (see
+// [Client.Close]). All clients of one lock name must agree on this option.
 func WithFair(on bool) Option {
 	return family.Only(observe.KindLease, "WithFair", func(c *family.Config) error { c.Fair = on; return nil })
 }

@@ -23,10 +23,15 @@ import (
 // A fair lock (the default, see [WithFair]) queues the waiter: a release
 // hands the lock, with a new token, straight to the longest-waiting live
 // waiter and names it, and the try it followed, in the release message, so
-// the waiter returns without another round trip. Its lease counts from the
-// sending of that try; when that leaves less than half the ttl (a message
-// read late), one refresh renews it first, and if the lock is gone by then
-// the waiter waits on. A waiter whose context ends leaves the queue and, if
+// the waiter returns without another round trip. The release hands the
+// lock over for a claim window of 2s (the ttl if shorter), so that a
+// waiter that died does not keep it for its ttl: the lease counts that
+// window from the sending of that try, and extends it to the whole ttl
+// with one refresh in the background before half of it is gone (none if
+// the lease is released or refreshed first; an I/O error is retried until
+// the window's end, and a lock found gone ends the lease). When less than
+// half the window is left (a message read late), one refresh renews the
+// lock first, and if the lock is gone by then the waiter waits on. A waiter whose context ends leaves the queue and, if
 // the lock was handed to it meanwhile, passes it on (see [Client.Close] for
 // a process that exits right after).
 //

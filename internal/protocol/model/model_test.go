@@ -206,19 +206,27 @@ func TestWalkReplays(t *testing.T) {
 	t.Logf("Old: seed %d breaks %s in %d steps: %s", seed, r.Property, len(r.Trace), r.Violation)
 }
 
-// TestFixedWalks: seeded walks over the deep configuration find nothing.
+// TestFixedWalks: seeded walks over the deep configuration find nothing,
+// nor do they with a ttl above the ticket lifetime (claimed handoffs).
 func TestFixedWalks(t *testing.T) {
 	t.Parallel()
-	cfg := deep
-	cfg.Variant = Fixed
-	r, seed, err := Walks(cfg, 1, 20_000, 400)
-	if err != nil {
-		t.Fatal(err)
+	claim := deep
+	claim.TTL, claim.TicketTTL, claim.Poll = 8, 3, 1
+	for _, tc := range []struct {
+		cfg   Config
+		walks int
+	}{{deep, 20_000}, {claim, 10_000}} {
+		cfg := tc.cfg
+		cfg.Variant = Fixed
+		r, seed, err := Walks(cfg, 1, tc.walks, 400)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Property != "" {
+			t.Fatalf("ttl %d, seed %d: %s: %s\n%s", cfg.TTL, seed, r.Property, r.Violation, r.TraceString())
+		}
+		t.Logf("ttl %d: %d steps, longest walk %d, events %v", cfg.TTL, r.States, r.Depth, r.Events)
 	}
-	if r.Property != "" {
-		t.Fatalf("seed %d: %s: %s\n%s", seed, r.Property, r.Violation, r.TraceString())
-	}
-	t.Logf("%d steps, longest walk %d", r.States, r.Depth)
 }
 
 // TestEncodeRoundTrip: the search keeps states as bytes; decoding must
