@@ -49,3 +49,10 @@ func (l *Life) confirmClaim() {
 		}
 	}
 }
+
+// stopConfirm stops StartClaim's refresh before it fires; l.mu is held.
+func (l *Life) stopConfirm() {
+	if l.confirm != nil {
+		l.confirm.Stop()
+	}
+}

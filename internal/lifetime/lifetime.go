@@ -354,9 +354,7 @@ func (l *Life) endLocked(reason error) {
 		return
 	}
 	l.timer.Stop()
-	if l.confirm != nil {
-		l.confirm.Stop()
-	}
+	l.stopConfirm()
 	l.cancel(reason)
 	if reason != l.cfg.Released && l.cfg.Hooks != nil && l.cfg.Hooks.Lost != nil {
 		e := observe.Lost{Kind: l.cfg.Kind, Token: l.tok, Held: time.Since(l.started), Err: reason}
