@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -19,6 +20,7 @@ import (
 	"github.com/fencelock/fencelock/internal/testenv"
 	"github.com/fencelock/fencelock/internal/testenv/faults"
 	"github.com/fencelock/fencelock/lease"
+	"github.com/fencelock/fencelock/observe"
 )
 
 const (
@@ -158,4 +160,66 @@ func handedSeq(t *testing.T, v string) uint64 {
 	_, err := fmt.Sscan(s, &seq)
 	require.NoError(t, err, "lock value %q", v)
 	return seq
+}
+
+// TestFairHandoffConfirmsClaim: a lease handed over by a fair release
+// returns at once with the claim window as its deadline; held past half of
+// it, it confirms the lock to its whole ttl (one background refresh, its
+// deadline and the key's ttl moved); released first, it sends nothing.
+func TestFairHandoffConfirmsClaim(t *testing.T) {
+	ctx := t.Context()
+	var mu sync.Mutex
+	var refreshed []observe.Refreshed
+	c := newClient(t, lease.WithHooks(&observe.Hooks{Refreshed: func(_ context.Context, e observe.Refreshed) {
+		mu.Lock()
+		defer mu.Unlock()
+		refreshed = append(refreshed, e)
+	}}))
+	refreshes := func() []observe.Refreshed {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]observe.Refreshed(nil), refreshed...)
+	}
+	const ttl = time.Minute
+	handoff := func(n string) *lease.Lease {
+		h, err := c.TryAcquire(ctx, n, ttl)
+		require.NoError(t, err)
+		got := make(chan *lease.Lease, 1)
+		go func() {
+			l, err := c.Acquire(ctx, n, ttl)
+			assert.NoError(t, err)
+			got <- l
+		}()
+		require.Eventually(t, func() bool { return len(procQueue(t, shared, n)) == 1 }, 10*time.Second, time.Millisecond, "queued")
+		procWaitSubscribed(t, shared, n)
+		require.NoError(t, h.Release(ctx))
+		l := <-got
+		require.NotNil(t, l)
+		return l
+	}
+
+	n := name(t)
+	l := handoff(n)
+	assert.LessOrEqual(t, time.Until(l.Deadline()), claimWindow, "the handed lease counts the claim window")
+	pttl, err := shared.PTTL(ctx, procLockKey(n)).Result()
+	require.NoError(t, err)
+	assert.LessOrEqual(t, pttl, claimWindow, "the handed lock has the claim window in Redis")
+	require.Eventually(t, func() bool { return time.Until(l.Deadline()) > ttl/2 }, 10*time.Second, 10*time.Millisecond,
+		"the lease confirmed the lock to its ttl")
+	assert.True(t, l.Held())
+	pttl, err = shared.PTTL(ctx, procLockKey(n)).Result()
+	require.NoError(t, err)
+	assert.Greater(t, pttl, ttl/2, "the key's ttl moved with the lease's deadline")
+	rs := refreshes()
+	require.Len(t, rs, 1, "one confirm")
+	assert.Equal(t, ttl, rs[0].TTL)
+	assert.NoError(t, rs[0].Err)
+	assert.Equal(t, l.Token(), rs[0].Token)
+	require.NoError(t, l.Release(ctx))
+
+	n = name(t)
+	l = handoff(n)
+	require.NoError(t, l.Release(ctx), "released at once")
+	time.Sleep(claimWindow) // past the moment its confirm would have gone out
+	assert.Len(t, refreshes(), 1, "a lease released before half its claim ran sends no confirm")
 }
