@@ -248,6 +248,9 @@ func (c *Client) newLease(g *family.Grant, ttl, keepAlive time.Duration) *Lease 
 	cfg := lifetime.Config{Lost: ErrLost, Released: ErrReleased, Invalid: ErrInvalid,
 		DriftFactor: c.cfg.DriftFactor, TTL: ttl, KeepAlive: keepAlive,
 		Hooks: c.cfg.Hooks, Kind: c.s.Kind(), Pending: &c.pending}
+	if g.Claim > 0 && g.Claim < ttl {
+		return &Lease{life: lifetime.StartClaim(g.Backend, g.Token, g.Start, g.Claim, cfg)}
+	}
 	return &Lease{life: lifetime.Start(g.Backend, g.Token, g.Start, ttl, cfg)}
 }
 

@@ -87,6 +87,10 @@
 // A lock whose holder and waiters are all gone is free again within the
 // lease's ttl, plus 2s (a fair waiter's ticket lifetime) when a waiter
 // died while queued: the lock may be handed to it once. A waiter that
-// gives up (its context ends) leaves the queue in the background; a
-// process that exits right after calls [Client.Close] first.
+// died never held the lock, and costs the live waiters no more than that
+// whatever ttl it asked for: a release hands a fair lock over for a claim
+// window of 2s, which a live holder extends to its ttl and a dead one
+// never does (see [WithFair]). A waiter that gives up (its context ends)
+// leaves the queue in the background; a process that exits right after
+// calls [Client.Close] first, so that the lock is not handed to it at all.
 package lease

@@ -149,7 +149,8 @@ func TestFairWaiterContextEnds(t *testing.T) {
 
 // TestFairKilledWaiter: a waiter that died (its ticket is there, nobody
 // renews it) holds up nobody once its ticket expired, and a lock handed to
-// it while its ticket was live is free again within the ttl it asked for.
+// it while its ticket was live is free again within the ttl it asked for,
+// or the 2s claim window when that ttl is longer.
 func TestFairKilledWaiter(t *testing.T) {
 	c := newClient(t)
 	ctx := t.Context()
@@ -196,6 +197,21 @@ func TestFairKilledWaiter(t *testing.T) {
 		assert.Greater(t, info.Token.Seq, holder.Token().Seq)
 		l, err := c.Acquire(ctx, n, time.Minute)
 		require.NoError(t, err, "free again once the dead waiter's 300ms ran out")
+		require.NoError(t, l.Release(ctx))
+	})
+	t.Run("handed to it, a minute's ttl", func(t *testing.T) {
+		holder, err := c.TryAcquire(ctx, n, time.Minute)
+		require.NoError(t, err)
+		dead("dead-3", time.Minute)
+		require.NoError(t, holder.Release(ctx))
+		info, err := c.Inspect(ctx, n)
+		require.NoError(t, err)
+		assert.Equal(t, "dead-3", info.Holder, "the release handed it to the dead waiter")
+		assert.LessOrEqual(t, info.TTL, protocol.TicketTTL, "handed over for the claim window, not the dead waiter's minute")
+		actx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		defer cancel()
+		l, err := c.Acquire(actx, n, time.Minute)
+		require.NoError(t, err, "free again once the claim window ran out")
 		require.NoError(t, l.Release(ctx))
 	})
 }

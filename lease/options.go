@@ -52,9 +52,14 @@ const (
 // WithFair sets whether locks are fair. Fair (the default): a waiting
 // Acquire queues, and a release hands the lock, with a new token, straight
 // to the longest-waiting live waiter; TryAcquire does not jump the queue.
-// Unfair: a release wakes one waiting Acquire per client and the lock goes
-// to whoever asks first. All clients of one lock name must agree. See the
-// package doc for what a waiter that dies costs.
+// Tokens then grow in handoff order and no waiter starves. Unfair: a
+// release wakes one waiting Acquire per client and the lock goes to
+// whoever asks first. All clients of one lock name must agree.
+//
+// A release hands a fair lock over for a claim window of 2s (the ttl if
+// shorter), which the new holder's lease, alive, extends to its ttl in the
+// background: a lock handed to a waiter that died (an exit without Close,
+// SIGKILL) is free again 2s after the release, whatever ttl it asked for.
 func WithFair(on bool) Option {
 	return option{func(c *family.Config) error { c.Single.Fair = on; return nil }}
 }

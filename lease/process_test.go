@@ -40,6 +40,7 @@ const (
 	procTTLEnv   = "FENCELOCK_TEST_TTL"   // Acquire's ttl
 	procWaitEnv  = "FENCELOCK_TEST_WAIT"  // Acquire's context timeout
 	procCloseEnv = "FENCELOCK_TEST_CLOSE" // "1": call Client.Close (if it exists) before exiting
+	procExitEnv  = "FENCELOCK_TEST_EXIT"  // "1": exit(1) as soon as Acquire fails, as log.Fatal(err) does
 )
 
 // procReport is the one JSON line a waiter child prints when its Acquire
@@ -95,6 +96,9 @@ func procWaiterMain() error {
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	l, err := c.Acquire(ctx, n, ttl)
 	cancel()
+	if err != nil && os.Getenv(procExitEnv) == "1" {
+		os.Exit(1)
+	}
 	var rep procReport
 	if err != nil {
 		rep.Err = err.Error()

@@ -55,12 +55,17 @@ func (w *singleWaker) Wait(ctx context.Context, d time.Duration, _ family.Miss) 
 // when m is no handoff to it, names a try it does not know, or the lock is
 // gone by the time it looks.
 //
-// The lease counts from the send of the try that m names: that try wrote
-// the ticket the release used, so the handoff, and with it the key's ttl,
-// came after it was sent, however late the message is read. When that
-// leaves less than half the ttl, one refresh, timed from before it is
-// sent, must confirm the lock first, with the message's Seq: the lock may
-// have been handed to this waiter again since, with a newer token.
+// The release set the lock for the claim window only (protocol.ClaimTTL,
+// at most the ticket's lifetime), so that a waiter that died holds it no
+// longer; the lease counts that claim from the send of the try that m
+// names: that try wrote the ticket the release used, so the handoff, and
+// with it the key's ttl, came after it was sent, however late the message
+// is read. The lease is returned at once and confirms the lock to the
+// whole ttl later, in the background (lifetime.StartClaim). When the claim
+// has less than half left (a message read late), one refresh to the whole
+// ttl, timed from before it is sent, must confirm the lock first, with the
+// message's Seq: the lock may have been handed to this waiter again since,
+// with a newer token.
 func (a *singleAttempt) handedOff(ctx context.Context, m protocol.Message) *family.Grant {
 	if !m.Handoff || m.Holder != a.try.Holder || lifetime.Ended(ctx) != nil {
 		return nil
@@ -74,8 +79,9 @@ func (a *singleAttempt) handedOff(ctx context.Context, m protocol.Message) *fami
 	if !ok {
 		return nil // not a try this Acquire knows: the next try finds out
 	}
-	if time.Until(start.Add(lifetime.Validity(a.r.TTL, a.s.cfg.DriftFactor))) < a.r.TTL/2 {
-		start = time.Now()
+	claim := protocol.ClaimTTL(a.r.TTL)
+	if time.Until(start.Add(lifetime.Validity(claim, a.s.cfg.DriftFactor))) < claim/2 {
+		start, claim = time.Now(), a.r.TTL
 		held, err := protocol.Refresh(ctx, a.s.rdb, a.keys, m.Holder, m.Seq, a.r.TTL)
 		if err != nil || !held || lifetime.Ended(ctx) != nil {
 			return nil // the next try, or the leave, finds out what became of it
@@ -83,6 +89,7 @@ func (a *singleAttempt) handedOff(ctx context.Context, m protocol.Message) *fami
 	}
 	g := a.grant(m.Seq, start)
 	g.Token = fence.Token{Key: a.r.Name, Seq: m.Seq, Holder: m.Holder}
+	g.Claim = claim
 	return g
 }
 

@@ -44,6 +44,10 @@ type Grant struct {
 	Start time.Time
 	// Backend refreshes, releases and reissues the lease.
 	Backend lifetime.Backend
+	// Claim, when set, is below the ttl: the lock was handed over for this
+	// claim window only, and the lease confirms it to the ttl in the
+	// background (lifetime.StartClaim).
+	Claim time.Duration
 }
 
 // Miss is what a try that did not get the lock found.

@@ -71,6 +71,8 @@ type Life struct {
 	tok      fence.Token
 	deadline time.Time // monotonic
 	timer    *time.Timer
+	claimed  bool        // StartClaim's, until a refresh confirmed the lock
+	confirm  *time.Timer // StartClaim's refresh
 	ctx      context.Context
 	cancel   context.CancelCauseFunc
 }
@@ -188,6 +190,7 @@ func (l *Life) refresh(ctx context.Context, ttl time.Duration, keepAlive bool) (
 		return context.Cause(l.ctx)
 	}
 	l.deadline = deadline
+	l.claimed = false // the holder set the lock's ttl itself
 	l.timer.Reset(time.Until(deadline))
 	return nil
 }
@@ -351,6 +354,7 @@ func (l *Life) endLocked(reason error) {
 		return
 	}
 	l.timer.Stop()
+	l.stopConfirm()
 	l.cancel(reason)
 	if reason != l.cfg.Released && l.cfg.Hooks != nil && l.cfg.Hooks.Lost != nil {
 		e := observe.Lost{Kind: l.cfg.Kind, Token: l.tok, Held: time.Since(l.started), Err: reason}

@@ -27,9 +27,12 @@
 //     that does not get the lock queues the holder with a [Ticket] naming
 //     the try's [Attempt].
 //   - Release ([Release]): release.lua deletes the lock and publishes a plain
-//     wake-up; release_fair.lua hands the lock, with the next Seq and the
-//     ticket's ttl, to the live head of the queue and publishes a handoff
-//     [Message] naming the head and the attempt of its ticket.
+//     wake-up; release_fair.lua hands the lock, with the next Seq, to the
+//     live head of the queue for the ticket's ttl, the claim window
+//     ([ClaimTTL]: at most [TicketTTL]), and publishes a handoff [Message]
+//     naming the head and the attempt of its ticket. The head's lease
+//     counts the claim window and confirms the lock to its whole ttl with
+//     its first refresh (lifetime.StartClaim).
 //   - Leave ([Leave]): a fair waiter that gives up drops its ticket, and
 //     hands the lock on if it was handed to it meanwhile.
 //   - Refresh, Reissue, Advance, Adopt, Inspect: see their functions.
@@ -51,8 +54,18 @@
 //   - Counters never go back: see [Counter].
 //   - Liveness. A lock whose holder and waiters are all gone is free again
 //     within the lease's ttl plus [TicketTTL] (a waiter that died holding a
-//     ticket may be handed the lock once). A waiter that leaves (cancel,
-//     timeout, signal) drops its ticket with [Leave].
+//     ticket may be handed the lock once). A waiter that died never held
+//     the lock, so it costs the live waiters a bound that does not grow
+//     with its ttl, however it died (cancel or timeout and an exit without
+//     Close, a signal, SIGKILL while queued or right after a handoff was
+//     published to it): its ticket lives [TicketTTL] without renewal, and
+//     a lock released to it is handed over for the claim window only,
+//     which it never confirms, so the lock is free again within
+//     [ClaimTTL] of the release. A waiter that leaves (cancel, timeout,
+//     signal) drops its ticket with [Leave]. The limit: a request that
+//     reaches Redis after its process died (a try sent just before, or
+//     the refresh of a handoff read late) acts for it as a holder's
+//     would, and the lock then lasts that request's ttl.
 //
 // A pause after a lease is returned is Kleppmann's case, which no lock
 // protocol can cover: the verifier at the storage does.

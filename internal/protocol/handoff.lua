@@ -3,7 +3,8 @@
 
 -- hand_off lets go of the lock, which the caller holds: it gives it to the
 -- live head of the queue with a new token (overwriting the caller's value)
--- and tells it so, "holder:seq:attempt", or deletes it when nobody waits.
+-- for its ticket's ttl, the claim window (see queue.lua), and tells it so,
+-- "holder:seq:attempt", or deletes it when nobody waits.
 -- Past 2^53-1 it returns an error reply and changes nothing but the
 -- expired tickets it dropped; else nil. queued is as for live_head.
 local function hand_off(channel, counter_ttl, clock_floor, sharded, queued)

@@ -167,7 +167,7 @@ func TestAcquireFairQueues(t *testing.T) {
 	assert.Equal(t, []string{"w1"}, q)
 	require.Contains(t, tickets, "w1")
 	tk := tickets["w1"]
-	assert.Equal(t, 7*time.Second, tk.TTL, "the ttl the lock is handed over with")
+	assert.Equal(t, protocol.TicketTTL, tk.TTL, "the ttl the lock is handed over with: the claim window, below the waiter's 7s")
 	assert.Equal(t, protocol.Attempt(11), tk.Attempt)
 	exp := uint64(tk.Expires.UnixMilli())
 	assert.GreaterOrEqual(t, exp, before+uint64(protocol.TicketTTL.Milliseconds()))
@@ -175,7 +175,7 @@ func TestAcquireFairQueues(t *testing.T) {
 	within(t, protocol.TicketTTL, pttl(t, k.Queue), 500*time.Millisecond, "queue ttl")
 	within(t, protocol.TicketTTL, pttl(t, k.Tickets), 500*time.Millisecond, "tickets ttl")
 
-	res, err = protocol.Acquire(ctx, rdb, k, fairTry("w2", 3*time.Second, 21))
+	res, err = protocol.Acquire(ctx, rdb, k, fairTry("w2", 1500*time.Millisecond, 21))
 	require.NoError(t, err)
 	assert.Equal(t, protocol.Held, res.Outcome)
 	score1, err := rdb.ZScore(ctx, k.Queue, "w1").Result()
@@ -189,8 +189,9 @@ func TestAcquireFairQueues(t *testing.T) {
 	q, tickets = queued(t, k)
 	assert.Equal(t, []string{"w1", "w2"}, q)
 	assert.Equal(t, protocol.Attempt(12), tickets["w1"].Attempt)
-	assert.Equal(t, 8*time.Second, tickets["w1"].TTL)
+	assert.Equal(t, protocol.TicketTTL, tickets["w1"].TTL)
 	assert.Equal(t, protocol.Attempt(21), tickets["w2"].Attempt)
+	assert.Equal(t, 1500*time.Millisecond, tickets["w2"].TTL, "a ttl below the claim window is handed over whole")
 	again, err := rdb.ZScore(ctx, k.Queue, "w1").Result()
 	require.NoError(t, err)
 	assert.Equal(t, score1, again, "ZADD NX keeps the first arrival")
@@ -305,7 +306,7 @@ func TestUnlockFairHandsOff(t *testing.T) {
 		holder string
 		ttl    time.Duration
 		a      protocol.Attempt
-	}{{"w1", 7 * time.Second, 100}, {"w2", 3 * time.Second, 200}, {"w1", 7 * time.Second, 101}} {
+	}{{"w1", 7 * time.Second, 100}, {"w2", 1500 * time.Millisecond, 200}, {"w1", 7 * time.Second, 101}} {
 		res, err := protocol.Acquire(ctx, rdb, k, fairTry(w.holder, w.ttl, w.a))
 		require.NoError(t, err, "try %d", i)
 		require.Equal(t, protocol.Held, res.Outcome)
@@ -326,7 +327,8 @@ func TestUnlockFairHandsOff(t *testing.T) {
 	assert.Equal(t, protocol.Message{Handoff: true, Holder: "w1", Seq: seq + 1, Attempt: 101}, m,
 		"the head, the new Seq, the attempt of the head's last try")
 	assert.Equal(t, protocol.LockValue("w1", seq+1), lockValue(t, k))
-	within(t, 7*time.Second, pttl(t, k.Lock), time.Second, "the handed lock has the head's ttl")
+	within(t, protocol.ClaimTTL(7*time.Second), pttl(t, k.Lock), 300*time.Millisecond,
+		"the handed lock has the claim window, not the head's 7s: a head that died holds it no longer")
 	assert.Equal(t, seq+1, counterValue(t, k))
 	q, tickets := queued(t, k)
 	assert.Equal(t, []string{"w2"}, q)
@@ -336,6 +338,7 @@ func TestUnlockFairHandsOff(t *testing.T) {
 	res, err := protocol.Acquire(ctx, rdb, k, fairTry("w1", 7*time.Second, 102))
 	require.NoError(t, err)
 	assert.Equal(t, protocol.TryResult{Outcome: protocol.Reacquired, Seq: seq + 1}, res)
+	within(t, 7*time.Second, pttl(t, k.Lock), 300*time.Millisecond, "the try extended the handed lock to its ttl")
 
 	// And on to w2, sharded this time, with SPUBLISH.
 	shard := subscribe(t, k, true)
@@ -344,7 +347,7 @@ func TestUnlockFairHandsOff(t *testing.T) {
 	require.True(t, ok)
 	assert.Equal(t, protocol.Message{Handoff: true, Holder: "w2", Seq: seq + 2, Attempt: 200}, shard.message())
 	sub.none() // SPUBLISH does not reach SUBSCRIBE
-	within(t, 3*time.Second, pttl(t, k.Lock), time.Second, "w2's ttl")
+	within(t, 1500*time.Millisecond, pttl(t, k.Lock), 300*time.Millisecond, "w2's ttl, below the claim window")
 
 	// Nobody waits: the lock is deleted and no message sent.
 	ok, err = protocol.Unlock(ctx, rdb, k, protocol.Release{Holder: "w2", Fair: true, Counter: counter, PubSub: protocol.PubSubClassic})
@@ -446,7 +449,7 @@ func TestLeave(t *testing.T) {
 		assert.True(t, ok)
 		assert.Equal(t, protocol.Message{Handoff: true, Holder: "w2", Seq: seq + 2, Attempt: 2}, sub.message())
 		assert.Equal(t, protocol.LockValue("w2", seq+2), lockValue(t, k))
-		within(t, 4*time.Second, pttl(t, k.Lock), time.Second, "w2's ttl")
+		within(t, protocol.ClaimTTL(4*time.Second), pttl(t, k.Lock), 300*time.Millisecond, "w2's claim window")
 		q, tickets := queued(t, k)
 		assert.Empty(t, q)
 		assert.Empty(t, tickets)

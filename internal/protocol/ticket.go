@@ -17,9 +17,17 @@ const TicketTTL = 2 * time.Second
 // and read by the release that hands the lock on.
 type Ticket struct {
 	Expires time.Time     // the server's clock, to the millisecond
-	TTL     time.Duration // the ttl the lock is handed over with
+	TTL     time.Duration // the ttl the lock is handed over with: ClaimTTL of the waiter's
 	Attempt Attempt       // the try that wrote the ticket
 }
+
+// ClaimTTL is the ttl a fair release hands the lock over with to a waiter
+// that asked for ttl: at most TicketTTL, the claim window, as the fair try
+// writes it in the ticket (queue.lua's enqueue). A waiter that died holds
+// a lock handed to it for that long, not for its ttl; a live one extends
+// it to ttl with its first refresh (lifetime.StartClaim), before its lease,
+// counted with ClaimTTL, runs out.
+func ClaimTTL(ttl time.Duration) time.Duration { return min(ttl, TicketTTL) }
 
 // ParseTicket reads a ticket.
 func ParseTicket(s string) (Ticket, error) {

@@ -11,6 +11,9 @@ func (m *machine) canon(s *state) {
 	if v.holder != noHolder && v.exp <= now {
 		v.holder, v.seq, v.exp = noHolder, 0, 0
 	}
+	if v.holder == noHolder {
+		s.strand = -1
+	}
 	if v.hasCtr && v.ctrExp != 0 && v.ctrExp <= now {
 		v.hasCtr, v.ctr, v.ctrExp = false, 0, 0
 	}
@@ -33,14 +36,16 @@ func (m *machine) canon(s *state) {
 			i++
 		}
 	}
-	for i := 0; i < int(s.nRep); {
-		r := &s.reps[i]
-		cl := &s.cl[r.client]
-		want := trying
-		if r.kind == repRefreshed || r.kind == repRefreshFailed {
-			want = refreshing
+	for c := 0; c < m.cfg.Clients; c++ {
+		if cl := &s.cl[c]; cl.phase == holding && cl.deadline != 0 && cl.deadline <= now {
+			cl.seq, cl.deadline, cl.epoch = 0, 0, 0 // lost: only a release is left to do
 		}
-		if cl.phase != want || cl.acq != r.acq {
+		if cl := &s.cl[c]; cl.phase != holding || cl.deadline == 0 {
+			cl.claim, cl.confirm = noClaim, 0 // nothing left to confirm
+		}
+	}
+	for i := 0; i < int(s.nRep); {
+		if !m.awaits(s, s.reps[i]) {
 			s.delRep(i)
 		} else {
 			i++
@@ -50,15 +55,8 @@ func (m *machine) canon(s *state) {
 	quiet := s.nReq == 0
 	for c := 0; c < m.cfg.Clients; c++ {
 		cl := &s.cl[c]
-		switch cl.phase {
-		case waiting:
-			if cl.timer != 0 && cl.timer <= now {
-				cl.timer = 0
-			}
-		case holding:
-			if cl.deadline != 0 && cl.deadline <= now {
-				cl.seq, cl.deadline, cl.epoch = 0, 0, 0 // lost: only a release is left to do
-			}
+		if cl.phase == waiting && cl.timer != 0 && cl.timer <= now {
+			cl.timer = 0
 		}
 		if cl.phase != idle && cl.phase != gone && cl.phase != dead {
 			quiet = false

@@ -3,7 +3,7 @@ package model
 // initial is every client idle before its first Acquire, on an empty
 // server, at tick 0.
 func (m *machine) initial() state {
-	s := state{quiet: -1}
+	s := state{quiet: -1, strand: -1}
 	s.srv.holder = noHolder
 	m.canon(&s)
 	return s

@@ -80,16 +80,39 @@ func (m *machine) readReply(s *state, c int8, r reply) *violation {
 		m.note(evRefreshFailed)
 		cl.seq, cl.deadline = 0, 0
 		m.retry(s, c) // handedOff returned nil: the next try finds out
+	case repConfirmed:
+		// lifetime's refresh: the deadline moves to the confirm's send +
+		// ttl, the lease no longer stands on the claim
+		m.note(evConfirmed)
+		cl.deadline, cl.claim, cl.confirm = cl.confirm+ttl-drift, noClaim, 0
+	case repConfirmFailed:
+		m.note(evConfirmFailed)
+		cl.seq, cl.deadline, cl.epoch, cl.claim, cl.confirm = 0, 0, 0, noClaim, 0 // lost
 	}
 	return nil
 }
 
+// confirm is the claimed lease's first refresh, to its whole ttl, with its
+// token (lifetime.StartClaim): sent at any moment while the lease is live,
+// since its timer may fire late.
+func (m *machine) confirm(s *state, c int8) {
+	cl := &s.cl[c]
+	m.note(evConfirmSent)
+	cl.claim, cl.confirm = confirming, s.now
+	s.addReq(request{kind: reqConfirm, client: c, acq: cl.acq, holder: m.holderOf(c, cl.acq), seq: cl.seq})
+}
+
 // readHandoff is handedOff in wait.go: a message naming this waiter's
-// holder id. The variants differ only in which send the deadline counts
-// from.
+// holder id. The variants differ in which send the deadline counts from;
+// Fixed counts the claim window (the handed key's ttl) from it and, when
+// that is below the ttl, returns a claimed lease that confirms later.
 func (m *machine) readHandoff(s *state, c int8, msg message) *violation {
 	cl := &s.cl[c]
-	ttl, drift := int16(m.cfg.TTL), int16(m.cfg.Drift)
+	claim, drift := int16(m.cfg.claim()), int16(m.cfg.Drift)
+	span := claim
+	if m.cfg.ClaimFullDeadline {
+		span = int16(m.cfg.TTL)
+	}
 	var from int16
 	if m.cfg.Variant == Old {
 		from = cl.sent[cl.attempts-1] // the last try, whatever it came after
@@ -101,15 +124,20 @@ func (m *machine) readHandoff(s *state, c int8, msg message) *violation {
 		}
 		from = cl.sent[msg.attempt-1] // the try the handoff followed
 	}
-	deadline := from + ttl - drift
-	if 2*(deadline-s.now) < ttl {
+	deadline := from + span - drift
+	if 2*(deadline-s.now) < claim {
 		m.note(evRefreshSent)
 		cl.phase, cl.seq, cl.deadline = refreshing, msg.seq, s.now
 		s.addReq(request{kind: reqRefresh, client: c, acq: cl.acq, holder: m.holderOf(c, cl.acq), seq: msg.seq})
 		return nil
 	}
 	m.note(evHandoffLease)
-	return m.grant(s, c, msg.seq, deadline, msg.epoch)
+	bad := m.grant(s, c, msg.seq, deadline, msg.epoch)
+	if int(claim) < m.cfg.TTL && cl.phase == holding && cl.deadline != 0 {
+		m.note(evClaimLease)
+		cl.claim = claimed
+	}
+	return bad
 }
 
 // grant is Acquire returning a lease, and checks property (b) on the
@@ -165,7 +193,7 @@ func (m *machine) giveUp(s *state, c int8, silent bool) {
 func (m *machine) release(s *state, c int8) {
 	cl := &s.cl[c]
 	s.addReq(request{kind: reqRelease, client: c, acq: cl.acq, holder: m.holderOf(c, cl.acq)})
-	cl.phase, cl.seq, cl.deadline, cl.epoch = idle, 0, 0, 0
+	cl.phase, cl.seq, cl.deadline, cl.epoch, cl.claim, cl.confirm = idle, 0, 0, 0, noClaim, 0
 }
 
 // releasing reports whether client c has a release in flight. Release is

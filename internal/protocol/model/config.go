@@ -68,14 +68,30 @@ type Config struct {
 	// is TTL + TicketTTL; the checker's own tests shorten it to see (c)
 	// fail.
 	LivenessBound int
+	// StrandBound is property (c)'s bound for a waiter that died: a lock a
+	// release handed to a holder id that no live Acquire can take any more
+	// (its client was killed, or exited, or gave that Acquire up) is free
+	// again within this many ticks of the handoff. The default is
+	// TicketTTL, the claim window: a bound that does not grow with the ttl.
+	StrandBound int
+
+	// OldHandoff is the handoff of main before the claim (up to d88ac01):
+	// the release sets the lock for the waiter's whole ttl, and the waiter
+	// counts its lease with it. A waiter that died then strands the lock
+	// for its ttl, and (c) fails when the ttl is above StrandBound. Old
+	// implies it.
+	OldHandoff bool
 
 	// Mutations of Fixed that must fail, for the checker's own tests.
 	// SkipAttemptCheck takes a handoff's attempt even when it was sent in
 	// an earlier Acquire. RefreshByHolder lets the handoff's refresh pass
 	// on a lock that has the holder but another seq (refresh.lua before the fix);
 	// Fixed's refresh matches the whole lock value, holder and seq.
-	SkipAttemptCheck bool
-	RefreshByHolder  bool
+	// ClaimFullDeadline counts a claimed handoff's lease with the whole
+	// ttl, though the key was set for the claim only: two holders.
+	SkipAttemptCheck  bool
+	RefreshByHolder   bool
+	ClaimFullDeadline bool
 }
 
 const (
@@ -102,6 +118,7 @@ func (c Config) norm() (Config, error) {
 	def(&c.Poll, 1)
 	def(&c.Horizon, 8)
 	def(&c.LivenessBound, c.TTL+c.TicketTTL)
+	def(&c.StrandBound, c.TicketTTL)
 	switch {
 	case c.Clients < 2 || c.Clients > maxClients:
 		return c, fmt.Errorf("model: Clients %d not in 2..%d", c.Clients, maxClients)
@@ -119,13 +136,23 @@ func (c Config) norm() (Config, error) {
 	return c, nil
 }
 
+// claim is the ttl a handoff sets the lock for: the ticket's, which
+// enqueue in queue.lua writes as min(ttl, ticket ttl); Old and OldHandoff
+// wrote the whole ttl.
+func (c *Config) claim() int {
+	if c.Variant == Old || c.OldHandoff {
+		return c.TTL
+	}
+	return min(c.TTL, c.TicketTTL)
+}
+
 // Property names a checked property.
 type Property string
 
 const (
 	Exclusion Property = "exclusion" // (a) two live leases of one server epoch at once
 	Order     Property = "order"     // (b) a token at or below one granted or issued before
-	Liveness  Property = "liveness"  // (c) a lock or ticket outlives its bound after all left
+	Liveness  Property = "liveness"  // (c) a lock or ticket outlives its bound after all left, or a lock handed to a dead waiter outlives StrandBound
 )
 
 // Step is one line of a trace: the tick, who acted, what it did, and the

@@ -27,6 +27,8 @@ func (m *machine) reqString(r request) string {
 		return sprintf("release(%s)", h)
 	case reqLeave:
 		return sprintf("leave(%s)", h)
+	case reqConfirm:
+		return sprintf("confirm(%s:%d)", h, r.seq)
 	}
 	if m.cfg.Variant == Fixed && !m.cfg.RefreshByHolder {
 		return sprintf("refresh(%s:%d)", h, r.seq)
@@ -53,6 +55,10 @@ func repString(r reply) string {
 		return "queued"
 	case repRefreshed:
 		return "refreshed"
+	case repConfirmed:
+		return "confirmed"
+	case repConfirmFailed:
+		return "confirm failed"
 	}
 	return "refresh failed"
 }
@@ -97,6 +103,8 @@ func (m *machine) describe(s *state, a action) (actor, what string) {
 		what = "is killed"
 	case aRelease:
 		what = "sends release"
+	case aConfirm:
+		what = "sends confirm (refresh to the ttl)"
 	}
 	return actor, what
 }
@@ -107,7 +115,7 @@ func (m *machine) outcome(before, after *state, a action) string {
 		return ""
 	}
 	r := before.reqs[a.idx]
-	if r.kind == reqTry || r.kind == reqRefresh {
+	if r.kind == reqTry || r.kind == reqRefresh || r.kind == reqConfirm {
 		out := " -> " + repString(m.last)
 		switch cl := &after.cl[r.client]; {
 		case after.replyFor(r.client) >= 0:
@@ -202,6 +210,9 @@ func (m *machine) clientString(cl *client) string {
 	case holding:
 		if cl.deadline == 0 {
 			return "lost"
+		}
+		if cl.claim != noClaim {
+			return sprintf("HOLDS(%d until t%d, claim)", cl.seq, cl.deadline)
 		}
 		return sprintf("HOLDS(%d until t%d)", cl.seq, cl.deadline)
 	case gone:

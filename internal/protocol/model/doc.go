@@ -40,7 +40,14 @@
 //     that takes no step is paused; its timer then fires late, and when it
 //     runs again its timer and old messages are all ready, in any order.
 //     A waiter may give up (its leave is sent; Old may also exit without
-//     sending it) or be killed (it stops; its requests may still arrive).
+//     sending it) or be killed (it stops; its requests may still arrive):
+//     a process that exits without Client.Close, its leave unsent, is a
+//     killed one to the server.
+//   - A release hands the lock to the queue's head for the claim window,
+//     min(TTL, TicketTTL), as the ticket says (queue.lua). The handed
+//     lease counts that window and, when it is below the ttl, sends its
+//     confirm (a refresh to the ttl, lifetime.StartClaim) at any moment
+//     while it is live; the confirm's reply moves its deadline.
 //   - Each Acquire has its own holder id, as in lease by default. With
 //     Config.ReuseHolder a client keeps one id (lease.WithHolder): its
 //     leave then only dequeues (leave.lua without pass-on), and its next
@@ -58,7 +65,8 @@
 //	try sent / run         c.try in wait.go / acquire_fair.lua
 //	reply read             c.try returning: newLease from sent (over already: try again), or wait
 //	timer fires            the timer case of wait's select, then c.try
-//	handoff read           the w.Wake() case: handedOff, maybe l.Refresh
+//	handoff read           the w.Wake() case: handedOff, maybe its refresh
+//	confirm sent / run     lifetime.StartClaim's refresh / refresh.lua
 //	refresh run            refresh.lua (Fixed: holder and seq must match)
 //	release sent / run     Lease.Release / release_fair.lua
 //	leave sent / run       wait's deferred c.leave / leave.lua
@@ -78,6 +86,10 @@
 // ran (so the try only queued again behind a new holder), the waiter
 // takes a lock it no longer has: two holders. [Check] finds this in a few
 // ticks; see TestOldFindsTwoHolders for the trace.
+//
+// OldHandoff is Fixed with the handoff of main before the claim (up to
+// d88ac01): the lock handed over for the waiter's whole ttl. A waiter
+// that died then keeps it for that ttl; see TestOldHandoffStrands.
 //
 // Fixed carries the ticket's attempt in the message: the attempt of the
 // try that last renewed the waiter's ticket, which ran before the
@@ -111,20 +123,28 @@
 //
 // (c) Liveness: once every client is out of Acquire and holds nothing,
 // and no request is in flight, for Config.LivenessBound ticks (default
-// TTL + TicketTTL), no lock key and no live ticket is left.
+// TTL + TicketTTL), no lock key and no live ticket is left. And a waiter
+// that died costs the live waiters a bound independent of its ttl: a lock
+// a release handed to a holder id that no live Acquire can take any more
+// (killed, exited, or given up) is gone within Config.StrandBound ticks
+// of the handoff (default TicketTTL), unless a request of that holder id
+// set it again since (a try or refresh that arrived after its process
+// died, which acts for it as a holder's would: the documented limit).
 //
 // # Bounds
 //
 // Exhaustive search is bounded by the horizon (ticks), the clients (up to
 // 4), the Acquires per client, the tries per Acquire, and the fault
 // budgets. TestFixedHolds runs three clients over four to six ticks (ttl
-// 2 or 3, ticket lifetime 3, poll 1, three tries per Acquire), each kind
-// of fault in at least one configuration, plus two clients with two
-// Acquires each under one holder id: one to two million states each,
-// about eleven million in all. Result.Events shows that the paths that
-// matter (handoff, handoff refresh, its failure, ...) were taken.
-// TestFixedWalks adds 20,000 seeded walks over 30 ticks with four
-// clients, three Acquires each and every kind of fault.
+// 2 to 5, ticket lifetime 2 or 3, poll 1, three tries per Acquire), each
+// kind of fault in at least one configuration, plus two clients with two
+// Acquires each under one holder id, with the ttl at or below the ticket
+// lifetime (the claim is the whole ttl) and above it (the claim and its
+// confirm): one to eight million states each. Result.Events shows that the
+// paths that matter (handoff, handoff refresh, its failure, claim,
+// confirm, ...) were taken. TestFixedWalks adds 20,000 seeded walks over
+// 30 ticks with four clients, three Acquires each and every kind of
+// fault, and 10,000 more with the ttl above the ticket lifetime.
 //
 // Nothing here covers a pause after Acquire returns (Kleppmann's case,
 // the verifier's job), clock drift between client and server beyond

@@ -102,6 +102,8 @@ func (m *machine) encode(s *state, b []byte) []byte {
 		e.u(uint64(cl.seq))
 		e.b2(cl.deadline)
 		e.b1(cl.epoch)
+		e.b1(int8(cl.claim))
+		e.b2(cl.confirm)
 	}
 	e.b = append(e.b, byte(s.losses), byte(s.dups), byte(s.restarts), byte(s.leaves), byte(s.deaths), byte(s.advances))
 	e.u(uint64(s.issued))
@@ -110,6 +112,7 @@ func (m *machine) encode(s *state, b []byte) []byte {
 		e.b1(g.holder)
 	}
 	e.b2(s.quiet)
+	e.b2(s.strand)
 	return e.b
 }
 
@@ -155,6 +158,8 @@ func (m *machine) decode(b []byte) state {
 		cl.seq = int64(d.u())
 		cl.deadline = d.i16()
 		cl.epoch = d.i8()
+		cl.claim = claim(d.i8())
+		cl.confirm = d.i16()
 	}
 	s.losses, s.dups, s.restarts = d.i8(), d.i8(), d.i8()
 	s.leaves, s.deaths, s.advances = d.i8(), d.i8(), d.i8()
@@ -163,6 +168,7 @@ func (m *machine) decode(b []byte) state {
 		s.got[i] = granted{seq: int64(d.u()), holder: d.i8()}
 	}
 	s.quiet = d.i16()
+	s.strand = d.i16()
 	return s
 }
 

@@ -2,6 +2,7 @@ package model
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 )
@@ -32,6 +33,42 @@ func TestOldFindsTwoHolders(t *testing.T) {
 	}
 }
 
+// strandCfg is a waiter killed while queued, its ttl twice the ticket's
+// lifetime (the claim window).
+var strandCfg = Config{Clients: 2, TTL: 4, TicketTTL: 2, Deaths: 1, Horizon: 5}
+
+// TestOldHandoffStrands: the handoff of main before the claim (the lock
+// set for the waiter's whole ttl) lets a waiter that died keep the lock
+// for that ttl, past the strand bound.
+func TestOldHandoffStrands(t *testing.T) {
+	t.Parallel()
+	cfg := strandCfg
+	cfg.Variant, cfg.OldHandoff = Fixed, true
+	r := check(t, cfg)
+	if r.Property != Liveness || !strings.Contains(r.Violation, "no live Acquire can take it") {
+		t.Fatalf("want the lock handed to a dead waiter held past the bound, got %q %s", r.Property, r.Violation)
+	}
+	t.Logf("%s\n%s", r.Violation, r.TraceString())
+}
+
+// TestClaimFreesStrandedLock: with the claim, the same configuration keeps
+// every property, and the lock was handed to a dead waiter on the way.
+func TestClaimFreesStrandedLock(t *testing.T) {
+	t.Parallel()
+	cfg := strandCfg
+	cfg.Variant = Fixed
+	r := check(t, cfg)
+	if r.Property != "" {
+		t.Fatalf("%s: %s\n%s", r.Property, r.Violation, r.TraceString())
+	}
+	t.Logf("events: %v", r.Events)
+	for _, e := range []string{"handoff to the dead", "claim lease", "confirm", "confirmed"} {
+		if r.Events[e] == 0 {
+			t.Errorf("no %q step taken: that path went unchecked", e)
+		}
+	}
+}
+
 // TestFixedHolds: the fixed protocol keeps (a), (b) and (c) in every
 // state, with each kind of fault in at least one configuration.
 func TestFixedHolds(t *testing.T) {
@@ -49,6 +86,12 @@ func TestFixedHolds(t *testing.T) {
 		// Two clients, two Acquires each under one holder id (WithHolder):
 		// handoff messages of the first Acquire reach the second.
 		{"same holder, two acquires", Config{Clients: 2, Acquisitions: 2, ReuseHolder: true, Horizon: 4, Leaves: 1}},
+		// The ttl above the ticket's lifetime: a handoff sets the lock for
+		// the claim window only, and the lease confirms it later.
+		{"claim, death, duplicates", Config{TTL: 4, TicketTTL: 2, Horizon: 5, Deaths: 1, Duplicates: 1}},
+		{"claim, drift, leave, loss", Config{TTL: 5, TicketTTL: 3, Drift: 1, Horizon: 5, Leaves: 1, Losses: 1}},
+		{"claim, restart", Config{TTL: 4, TicketTTL: 2, Horizon: 4, Restarts: 1, ClockFloor: true}},
+		{"claim, same holder", Config{Clients: 2, Acquisitions: 2, ReuseHolder: true, TTL: 4, TicketTTL: 2, Horizon: 4, Leaves: 1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -64,6 +107,12 @@ func TestFixedHolds(t *testing.T) {
 			need := []string{"handoff", "handoff lease", "handoff refresh", "refresh lease", "refresh failed", "try lease", "dead on arrival"}
 			if tc.cfg.ReuseHolder {
 				need = append(need, "earlier acquire's handoff")
+			}
+			if tc.cfg.TTL > tc.cfg.TicketTTL && tc.cfg.TicketTTL > 0 {
+				need = append(need, "claim lease", "confirm", "confirmed")
+				if tc.cfg.Restarts > 0 { // only a lost key fails a confirm sent in time
+					need = append(need, "confirm failed")
+				}
 			}
 			for _, e := range need {
 				if r.Events[e] == 0 {
@@ -92,6 +141,9 @@ func TestMutantsFail(t *testing.T) {
 		// A waiter killed in the queue keeps the lock handed to it for a
 		// ttl: a bound below that must fail.
 		{"liveness bound too short", Config{Deaths: 1, Horizon: 4, LivenessBound: 1}, Liveness},
+		// A claimed handoff counted with the whole ttl: the lease outlives
+		// the key, which another waiter then takes.
+		{"claim counted with the ttl", Config{ClaimFullDeadline: true, TTL: 4, TicketTTL: 2, Horizon: 4}, Exclusion},
 		// The old counter rule: a lost counter without ttl starts at 1.
 		{"old counter after restart", Config{OldCounter: true, Restarts: 1, Horizon: 2}, Order},
 		// The old Advance kept the counter's ttl: when it lifted the
@@ -154,19 +206,27 @@ func TestWalkReplays(t *testing.T) {
 	t.Logf("Old: seed %d breaks %s in %d steps: %s", seed, r.Property, len(r.Trace), r.Violation)
 }
 
-// TestFixedWalks: seeded walks over the deep configuration find nothing.
+// TestFixedWalks: seeded walks over the deep configuration find nothing,
+// nor do they with a ttl above the ticket lifetime (claimed handoffs).
 func TestFixedWalks(t *testing.T) {
 	t.Parallel()
-	cfg := deep
-	cfg.Variant = Fixed
-	r, seed, err := Walks(cfg, 1, 20_000, 400)
-	if err != nil {
-		t.Fatal(err)
+	claim := deep
+	claim.TTL, claim.TicketTTL, claim.Poll = 8, 3, 1
+	for _, tc := range []struct {
+		cfg   Config
+		walks int
+	}{{deep, 20_000}, {claim, 10_000}} {
+		cfg := tc.cfg
+		cfg.Variant = Fixed
+		r, seed, err := Walks(cfg, 1, tc.walks, 400)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Property != "" {
+			t.Fatalf("ttl %d, seed %d: %s: %s\n%s", cfg.TTL, seed, r.Property, r.Violation, r.TraceString())
+		}
+		t.Logf("ttl %d: %d steps, longest walk %d, events %v", cfg.TTL, r.States, r.Depth, r.Events)
 	}
-	if r.Property != "" {
-		t.Fatalf("seed %d: %s: %s\n%s", seed, r.Property, r.Violation, r.TraceString())
-	}
-	t.Logf("%d steps, longest walk %d", r.States, r.Depth)
 }
 
 // TestEncodeRoundTrip: the search keeps states as bytes; decoding must

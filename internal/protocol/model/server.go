@@ -15,6 +15,7 @@ func (m *machine) serverTry(s *state, r request) (reply, *violation) {
 	if v.holder != noHolder {
 		if v.holder == r.holder { // re-acquire: also a handoff whose message was lost
 			v.exp = s.now + int16(m.cfg.TTL)
+			s.strand = -1 // a try from the holder id: its ttl, as a holder's
 			if i := v.enqueued(r.holder); i >= 0 {
 				v.dequeue(i)
 			}
@@ -35,6 +36,7 @@ func (m *machine) serverTry(s *state, r request) (reply, *violation) {
 	}
 	seq, bad := m.nextSeq(s)
 	v.holder, v.seq, v.exp = r.holder, seq, s.now+int16(m.cfg.TTL)
+	s.strand = -1
 	rep.kind, rep.seq = repAcquired, seq
 	return rep, bad
 }
@@ -62,24 +64,37 @@ func (m *machine) serverRelease(s *state, r request) *violation {
 	}
 	head := v.queue[0]
 	seq, bad := m.nextSeq(s)
-	v.holder, v.seq, v.exp = head.holder, seq, s.now+int16(m.cfg.TTL)
+	// The ticket's ttl: the claim window (min(ttl, ticket ttl)), which the
+	// waiter's first refresh extends to its ttl; a waiter that died never
+	// refreshes, and the lock frees when the claim runs out.
+	v.holder, v.seq, v.exp = head.holder, seq, s.now+int16(m.cfg.claim())
+	s.strand = s.now
 	v.dequeue(0)
 	m.note(evHandoff)
+	if !m.takes(s, head.holder/8, head.holder) {
+		m.note(evHandToDead)
+	}
 	s.addMsg(message{holder: head.holder, seq: seq, attempt: head.attempt, epoch: v.epoch})
 	return bad
 }
 
-// serverRefresh is refresh.lua, the one refresh a handoff may need. Fixed
-// matches the whole lock value ("holder:seq"): a handoff message read
-// late must not renew a lock its holder id got again, later, with a newer
-// token.
+// serverRefresh is refresh.lua: the one refresh a handoff read late needs
+// before Acquire returns, or the confirm of a claimed lease after it
+// returned, both to the whole ttl. Fixed matches the whole lock value
+// ("holder:seq"): a handoff message read late must not renew a lock its
+// holder id got again, later, with a newer token.
 func (m *machine) serverRefresh(s *state, r request) reply {
 	v := &s.srv
-	rep := reply{client: r.client, acq: r.acq, kind: repRefreshFailed, epoch: v.epoch}
+	ok, failed := repRefreshed, repRefreshFailed
+	if r.kind == reqConfirm {
+		ok, failed = repConfirmed, repConfirmFailed
+	}
+	rep := reply{client: r.client, acq: r.acq, kind: failed, epoch: v.epoch}
 	bySeq := m.cfg.Variant == Fixed && !m.cfg.RefreshByHolder
 	if v.holder == r.holder && (!bySeq || v.seq == r.seq) {
 		v.exp = s.now + int16(m.cfg.TTL)
-		rep.kind = repRefreshed
+		s.strand = -1 // confirmed by its holder, which held a lease: a holder's ttl
+		rep.kind = ok
 	}
 	return rep
 }
@@ -178,4 +193,5 @@ func (m *machine) serverAdvance(s *state, floor int64) {
 // relies on the clock having moved on.
 func (s *state) restart() {
 	s.srv = server{holder: noHolder, epoch: s.srv.epoch + 1, down: true}
+	s.strand = -1
 }

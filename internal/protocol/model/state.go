@@ -58,6 +58,7 @@ const (
 	reqRelease
 	reqLeave
 	reqRefresh
+	reqConfirm // a claimed lease's refresh to its whole ttl (lifetime.StartClaim)
 )
 
 // request is a script call in flight to the server.
@@ -79,6 +80,8 @@ const (
 	repQueued
 	repRefreshed
 	repRefreshFailed
+	repConfirmed
+	repConfirmFailed
 )
 
 // reply is a script's answer in flight back to its client.
@@ -112,7 +115,18 @@ type client struct {
 	seq      int64              // holding or refreshing: the lease's token
 	deadline int16              // holding: local deadline (0 once past); refreshing: refresh's send tick
 	epoch    int8               // holding: server epoch of the lock under the lease
+	claim    claim              // holding: whether the lease still stands on a handoff's claim
+	confirm  int16              // claim == confirming: the send tick of the confirm
 }
+
+// claim is where a lease handed over for the claim window only stands.
+type claim uint8
+
+const (
+	noClaim    claim = iota // the key has the lease's whole ttl
+	claimed                 // handed for the claim only: the confirm is to send
+	confirming              // the confirm is in flight
+)
 
 // granted is the highest token a client got as a live lease in an epoch.
 type granted struct {
@@ -138,6 +152,7 @@ type state struct {
 	issued int64              // ghost: highest seq the server ever issued
 	got    [maxEpochs]granted // ghost: highest token gotten live, per epoch
 	quiet  int16              // ghost: tick since which all clients are quiescent; -1 when not
+	strand int16              // ghost: tick of the handoff that set the lock key, until a try or refresh sets it again; -1 when not
 }
 
 func (s *state) addReq(r request) {

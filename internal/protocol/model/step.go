@@ -25,11 +25,17 @@ const (
 	evOtherAcquire               // Fixed ignored a handoff to an earlier Acquire
 	evDeadOnArrival              // a lease was past its deadline when returned
 	evHandoff                    // a release or leave handed the lock to the queue's head
+	evClaimLease                 // a handoff gave a lease on the claim window only
+	evConfirmSent                // a claimed lease sent its confirm
+	evConfirmed                  // the confirm moved the deadline to the whole ttl
+	evConfirmFailed              // the confirm found the lock gone: the lease is lost
+	evHandToDead                 // a handoff went to a holder id no live Acquire can take
 	nEvents
 )
 
 var eventNames = [nEvents]string{"try lease", "handoff lease", "handoff refresh", "refresh lease",
-	"refresh failed", "earlier acquire's handoff", "dead on arrival", "handoff"}
+	"refresh failed", "earlier acquire's handoff", "dead on arrival", "handoff",
+	"claim lease", "confirm", "confirmed", "confirm failed", "handoff to the dead"}
 
 func (m *machine) note(e event) { m.events[e]++ }
 
@@ -55,6 +61,7 @@ const (
 	aExit                   // client exits without leaving (Old)
 	aDie                    // client is SIGKILLed
 	aRelease                // client releases its lease
+	aConfirm                // client's claimed lease sends its confirm
 )
 
 // action is one step: what happens, to whom, and which in-flight item.
@@ -121,6 +128,12 @@ func (m *machine) actions(s *state, out []action) []action {
 			}
 		case holding:
 			out = append(out, action{kind: aRelease, who: who})
+			if cl.claim == claimed {
+				out = append(out, action{kind: aConfirm, who: who})
+			}
+			if s.replyFor(who) >= 0 {
+				out = append(out, action{kind: aReply, who: who})
+			}
 		}
 		switch cl.phase {
 		case trying, waiting, refreshing:
@@ -197,6 +210,8 @@ func (m *machine) apply(s state, a action) (state, *violation) {
 		s.cl[c].phase = dead
 	case aRelease:
 		m.release(&s, c)
+	case aConfirm:
+		m.confirm(&s, c)
 	}
 	m.canon(&s)
 	return s, bad
@@ -210,18 +225,13 @@ func (m *machine) serve(s *state, r request) *violation {
 	switch r.kind {
 	case reqTry:
 		rep, bad = m.serverTry(s, r)
-	case reqRefresh:
+	case reqRefresh, reqConfirm:
 		rep = m.serverRefresh(s, r)
 	default:
 		return m.serverRelease(s, r)
 	}
 	m.last = rep
-	cl := &s.cl[r.client]
-	want := trying
-	if r.kind == reqRefresh {
-		want = refreshing
-	}
-	if cl.phase != want || cl.acq != r.acq {
+	if !m.awaits(s, rep) {
 		return bad
 	}
 	if rep.kind == repHeld || rep.kind == repQueued {
@@ -232,6 +242,23 @@ func (m *machine) serve(s *state, r request) *violation {
 	}
 	s.addRep(rep)
 	return bad
+}
+
+// awaits reports whether reply r's client still waits for it: a try's or
+// a handoff refresh's in the same Acquire and phase, a confirm's while the
+// claimed lease it was sent for is live.
+func (m *machine) awaits(s *state, r reply) bool {
+	cl := &s.cl[r.client]
+	if cl.acq != r.acq {
+		return false
+	}
+	switch r.kind {
+	case repRefreshed, repRefreshFailed:
+		return cl.phase == refreshing
+	case repConfirmed, repConfirmFailed:
+		return cl.phase == holding && cl.claim == confirming && cl.deadline != 0
+	}
+	return cl.phase == trying
 }
 
 // check tests properties (a) and (c) in state s.
@@ -249,6 +276,11 @@ func (m *machine) check(s *state) *violation {
 					m.holderName(m.holderOf(int8(j), b.acq)), b.seq, b.deadline)}
 			}
 		}
+	}
+	if v := &s.srv; s.strand >= 0 && v.holder != noHolder && !m.takes(s, v.holder/8, v.holder) &&
+		int(s.now) >= int(s.strand)+m.cfg.StrandBound {
+		return &violation{Liveness, sprintf("the lock handed to %s at t=%d is still held at t=%d (until t=%d), and no live Acquire can take it",
+			m.holderName(v.holder), s.strand, s.now, v.exp)}
 	}
 	if s.quiet >= 0 && int(s.now) >= int(s.quiet)+m.cfg.LivenessBound {
 		if s.srv.holder != noHolder {

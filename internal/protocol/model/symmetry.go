@@ -91,6 +91,8 @@ func (m *machine) signature(s *state, c int8) uint64 {
 	mix(cl.seq)
 	mix(int64(cl.deadline))
 	mix(int64(cl.epoch))
+	mix(int64(cl.claim))
+	mix(int64(cl.confirm))
 	if s.srv.holder != noHolder && s.srv.holder/8 == c {
 		mix(1 + int64(s.srv.holder%8))
 	}
