@@ -1,0 +1,3 @@
+package once_test
+
+func hostChild() (int, bool) { return 0, false }
