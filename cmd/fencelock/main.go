@@ -43,7 +43,7 @@ const (
 )
 
 const usageText = `usage:
-  fencelock [global flags] run [--ttl D] [--wait D] [--grace D] NAME -- CMD [ARG...]
+  fencelock [global flags] run [--ttl D] [--wait D] [--grace D] [--once-per D] NAME -- CMD [ARG...]
   fencelock [global flags] inspect [--json] NAME
   fencelock [global flags] advance [--json] NAME SEQ
   fencelock [global flags] doctor [--json] [FLAGS]  check Redis for what loses locks (doctor --help)
@@ -61,6 +61,9 @@ Commands:
              --ttl D     lease ttl (default 30s); refreshed every ttl/3
              --wait D    how long to wait for the lock (default 0: try once, within --timeout)
              --grace D   SIGTERM to SIGKILL delay (default 10s), shortened as said above
+             --once-per D  run CMD at most once per period D: not again until D less D/10
+                         after the start of the last run that exited 0, by the Redis
+                         server's clock (exit 5); one Redis deployment only
   inspect  print the lock's holder, token, remaining ttl, counter (last Seq) and waiters;
            with Redlock, the majority's view and one line per node
              --json      print JSON
@@ -91,9 +94,10 @@ Exit status:
   3        run: lock held by another holder (not acquired within --wait)
   4        run: lease lost (or being lost) while the command ran (the command was
            terminated)
+  5        run --once-per: a run completed in this period already (CMD did not run)
   128+N    run: fencelock got signal N while waiting for the lock
 fencelock's own failures are reported on stderr, prefixed "fencelock: " (a command's
-own status of 1 to 4 looks like fencelock's).
+own status of 1 to 5 looks like fencelock's).
 `
 
 func main() {
