@@ -1,0 +1,3 @@
+package lockset_test
+
+func callerChild() (int, bool) { return 0, false }
