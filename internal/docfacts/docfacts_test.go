@@ -383,10 +383,10 @@ func same(v any, s string) bool {
 }
 
 // TestPackageDocsOpenWithCode: the doc of every public package (the
-// module's packages outside internal/ and examples/, and extra/fenceotel)
+// module's packages outside internal/ and examples/, and the extra/ modules)
 // is one sentence, then a code block of typical use.
 func TestPackageDocsOpenWithCode(t *testing.T) {
-	dirs := []string{"extra/fenceotel"}
+	dirs := []string{"extra/fenceotel", "extra/fencegocron"}
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
