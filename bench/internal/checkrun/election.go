@@ -234,8 +234,8 @@ func (e *env) runElection(ctx context.Context, info report.LockInfo) Kind {
 }
 
 // electionNemesis pauses or kills the current leader, one fault at a time
-// with gaps of 0.5-1.5 ttl, until ctx ends. Two faults in three are pauses
-// (1.5-3 ttl: past the term), one a kill (a new process replaces it).
+// with gaps of 0.5-1.5 ttl, until ctx ends: two pauses (1.5-3 ttl: past
+// the term), then a kill (a new process replaces it), and again.
 func (e *env) electionNemesis(ctx context.Context, el *election.Election, ls *leaders, st *ElectionStats) []check.Window {
 	ttl := e.o.ttl
 	rng := rand.New(rand.NewPCG(uint64(e.o.seed), 0xe1ec))
@@ -254,7 +254,7 @@ func (e *env) electionNemesis(ctx context.Context, el *election.Election, ls *le
 		}
 		start := time.Now()
 		w := check.Window{Start: ls.rec.Offset(start), Target: uint32(c)}
-		if rng.IntN(3) < 2 {
+		if len(applied)%3 != 2 { // pause, pause, kill, ...
 			d := ttl*3/2 + time.Duration(rng.Int64N(int64(ttl*3/2)))
 			p.signal(syscall.SIGSTOP)
 			sleep(context.WithoutCancel(ctx), d)
