@@ -20,8 +20,9 @@ type Term struct {
 	e *Election
 	l *lease.Lease
 
-	mu   sync.Mutex // serialises Resign
-	done bool       // a Resign got a final answer: nothing left to remove
+	mu    sync.Mutex // serialises Resign
+	tried bool       // the lease was released once (it ends for good then)
+	done  bool       // a Resign got a final answer: nothing left to remove
 }
 
 // Token returns the term: a fencing token above every earlier term's.
@@ -96,7 +97,8 @@ func (t *Term) Resign(ctx context.Context) error {
 		return nil
 	}
 	var err error
-	if !errors.Is(t.l.Err(), lease.ErrReleased) { // never released yet
+	if !t.tried {
+		t.tried = true
 		err = t.l.Release(ctx)
 	} else {
 		err = t.retry(ctx)
