@@ -1,17 +1,18 @@
 // Package once runs a job at most once per period (a day, an hour, a
 // scheduler's tick) across hosts, on a fencelock lease.
 //
-// A lease alone only keeps runs from overlapping: three hosts whose cron
-// fires at midnight each take the lock in turn and each run the job. A
-// [Tracker] records, in Redis, that a run completed, under the token of
-// the lease it held, and refuses the next claim until the period is over:
-//
 //	l, err := locks.Acquire(ctx, "nightly-report", 30*time.Second, lease.WithKeepAlive(0))
 //	if err != nil {
 //		return err
 //	}
 //	defer l.Release(context.WithoutCancel(ctx))
 //	err = jobs.Do(ctx, l, 24*time.Hour, report) // errors.Is(err, once.ErrDone): another host ran it
+//
+// A lease alone only keeps runs from overlapping: three hosts whose cron
+// fires at midnight each take the lock in turn and each run the job. A
+// [Tracker] (jobs above) records, in Redis, that a run completed, under
+// the token of the lease it held, and refuses the next claim until the
+// period is over.
 //
 // [Example] is a whole program; `fencelock run --once-per 24h NAME -- CMD`
 // does the same for a command (exit status 5 when already done).
