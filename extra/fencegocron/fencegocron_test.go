@@ -80,6 +80,8 @@ func TestBadInput(t *testing.T) {
 	assert.ErrorIs(t, err, lease.ErrInvalid)
 	_, err = NewLocker(newClient(t), 0)
 	assert.ErrorIs(t, err, ErrInvalid)
+	_, err = NewLocker(newClient(t), MinPeriod-1)
+	assert.ErrorIs(t, err, ErrInvalid)
 	l, err := NewLocker(newClient(t), time.Second)
 	require.NoError(t, err)
 	_, err = l.Lock(ctx, "")

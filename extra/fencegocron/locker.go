@@ -15,7 +15,7 @@ import (
 )
 
 // ErrInvalid is returned, before any I/O, for bad input: a nil client or
-// election, a period under 1ms, an empty key. It matches lease.ErrInvalid.
+// election, a period under MinPeriod, an empty key. It matches lease.ErrInvalid.
 var ErrInvalid error = sentinel.New("fencegocron: invalid argument", lease.ErrInvalid)
 
 // Locker is a gocron.Locker for jobs that run once every period on each
@@ -39,13 +39,18 @@ type Locker struct {
 
 var _ gocron.Locker = (*Locker)(nil)
 
+// MinPeriod is the shortest period NewLocker takes: a tick's lock lasts
+// at least a quarter of it, which must leave validity after the lease's
+// drift allowance (2ms plus 1% of the ttl by default).
+const MinPeriod = 100 * time.Millisecond
+
 // NewLocker returns a Locker for jobs run once per period.
 func NewLocker(c *lease.Client, period time.Duration) (*Locker, error) {
 	if c == nil {
 		return nil, sentinel.Wrapf(ErrInvalid, "nil lease client")
 	}
-	if period < time.Millisecond {
-		return nil, sentinel.Wrapf(ErrInvalid, "period %v is below 1ms", period)
+	if period < MinPeriod {
+		return nil, sentinel.Wrapf(ErrInvalid, "period %v is below %v", period, MinPeriod)
 	}
 	return &Locker{c: c, period: period, now: time.Now}, nil
 }
