@@ -27,6 +27,13 @@ var ErrInvalid error = sentinel.New("fencegocron: invalid argument", lease.ErrIn
 // taken; hosts round to the same tick while they are off by less than
 // period/2.
 //
+// Ticks are multiples of period counted from the zero time (for a period
+// that divides a day, from midnight UTC), and the runs must fall near them:
+// a cron job every minute at second 0 or a daily job at 00:00 UTC with
+// period 24h does, a daily job at 12:00 UTC does not (half a period off,
+// hosts would round to two ticks); nor does a duration job, whose runs
+// start when its scheduler does, unless the schedulers start together.
+//
 // The locks are efficiency locks: a run is skipped when its tick's lock is
 // held. A run may outlast its tick's lock, and then overlap the next tick's
 // run on another host, unless the job is in gocron's singleton mode. Each
