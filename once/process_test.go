@@ -42,8 +42,8 @@ const (
 	hostTicks     = 4
 	hostTolerance = time.Second
 	hostTTL       = 300 * time.Millisecond
-	hostJob       = 300 * time.Millisecond
-	hostPause     = time.Second // > hostTTL
+	hostJob       = 600 * time.Millisecond // time for the test to stop the host in it
+	hostPause     = time.Second            // > hostTTL
 )
 
 // hostEvent is one line a host prints.
@@ -148,7 +148,7 @@ func TestThreeHostsOffsetClocksPausedHolder(t *testing.T) {
 	exe, err := os.Executable()
 	require.NoError(t, err)
 	n := name(t)
-	t0 := time.Now().Add(time.Second).Truncate(time.Second)
+	t0 := time.Now().Add(2 * time.Second).Truncate(time.Second) // time for the hosts to start
 
 	events := make(chan hostEvent, 100)
 	skews := []time.Duration{400 * time.Millisecond, 0, -400 * time.Millisecond}
