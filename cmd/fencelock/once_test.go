@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -79,5 +80,41 @@ func TestRunOncePerUsage(t *testing.T) {
 		if r := fl(t, "", args...); r.code != exitUsage {
 			t.Errorf("%v: exit %d, want %d", args, r.code, exitUsage)
 		}
+	}
+}
+
+// TestRunOncePerPausedHolder: fencelock is stopped (SIGSTOP) past its ttl
+// while its command runs; a second run takes the lock, runs the command
+// and completes the period. The paused run, resumed, exits 4 and does not
+// mark the period; a third run finds it done.
+func TestRunOncePerPausedHolder(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	name := lockName(t)
+	runs := filepath.Join(dir, "runs")
+	first := start(t, dir, on("run", "--ttl", "1s", "--grace", "5s", "--once-per", "1h", name, "--", "sh", "-c",
+		`echo first >> runs; echo > started; while [ ! -f go ]; do sleep 0.05; done`)...)
+	waitFile(t, filepath.Join(dir, "started"))
+	if err := first.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	r := fl(t, dir, on("run", "--wait", "10s", "--once-per", "1h", name, "--", "sh", "-c", "echo second >> runs")...)
+	if r.code != exitOK {
+		t.Fatalf("the run that took over: exit %d, want 0", r.code)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "go"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := first.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	if r := first.wait(t); r.code != exitLost {
+		t.Fatalf("the paused run: exit %d, want %d", r.code, exitLost)
+	}
+	if r := fl(t, dir, on("run", "--once-per", "1h", name, "--", "sh", "-c", "echo third >> runs")...); r.code != exitDone {
+		t.Fatalf("a run after the takeover: exit %d, want %d", r.code, exitDone)
+	}
+	if b, _ := os.ReadFile(runs); string(b) != "first\nsecond\n" {
+		t.Fatalf("the commands ran %q, want the paused one and the takeover", b)
 	}
 }
