@@ -50,6 +50,14 @@ func main() {
 		}
 		return
 	}
+	if spec := os.Getenv(checkrun.LeaderEnv); spec != "" {
+		// A child of `bench check`: a leader of the election workload.
+		if err := checkrun.RunLeader(spec); err != nil {
+			fmt.Fprintln(os.Stderr, "bench check leader:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if len(os.Args) < 2 {
 		fmt.Fprintln(os.Stderr, usage)
 		os.Exit(2)

@@ -10,11 +10,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh
-# bench/, extra/fencebridge/ and extra/fenceotel/ are nested modules (the
-# peers, redsync and redislock, and OpenTelemetry must not become the
-# library's dependencies);
+# bench/ and extra/* are nested modules (the peers, redsync and redislock,
+# OpenTelemetry and gocron must not become the library's dependencies);
 # go.work makes them resolvable from here.
-pkgs=(./... ./bench/... ./extra/fencebridge/... ./extra/fenceotel/...)
+pkgs=(./... ./bench/... ./extra/fencebridge/... ./extra/fenceotel/... ./extra/fencegocron/...)
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

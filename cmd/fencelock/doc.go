@@ -10,7 +10,7 @@
 //
 // Usage:
 //
-//	fencelock [--redis URL]... [--prefix P] [--timeout D] run [--ttl D] [--wait D] [--grace D] NAME -- CMD [ARG...]
+//	fencelock [--redis URL]... [--prefix P] [--timeout D] run [--ttl D] [--wait D] [--grace D] [--once-per D] NAME -- CMD [ARG...]
 //	fencelock [--redis URL]... [--prefix P] [--timeout D] inspect [--json] NAME
 //	fencelock [--redis URL]... [--prefix P] [--timeout D] advance [--json] NAME SEQ
 //	fencelock [--redis URL]... [--prefix P] doctor [--json] [--ttl D] [--drift F] [--replica-ack N]
@@ -87,6 +87,16 @@
 // lease. What still protects the data then is the token at the storage:
 // once the next holder's newer token has reached it, it refuses the paused
 // holder's writes.
+//
+// With --once-per D, run runs the command at most once per period D, for
+// cron on several hosts (package once): after taking the lock it claims the
+// period under the lease's token, and exits 6 without running the command
+// when a run completed less than D less D/10 ago (from that run's start, by
+// the Redis server's clock: the hosts' clocks take no part). A command that
+// exits 0 with the lease held completes the period before the release; a
+// run whose lease passed to a newer holder cannot (status 4), and one that
+// failed leaves the period open for the next run. It needs one Redis
+// deployment (not Redlock).
 //
 // # inspect
 //
@@ -205,8 +215,10 @@
 //	        it did not run)
 //	4       doctor: a danger finding (a lock can vanish or tokens go back)
 //	5       doctor: a server could not be checked, and no finding was danger
+//	6       run --once-per: a run completed in this period already; the
+//	        command did not run
 //	128+N   run: fencelock got signal N while it waited for the lock
 //
-// A command's own status of 1 to 4 looks like fencelock's: fencelock's own
+// A command's own status of 1 to 6 looks like fencelock's: fencelock's own
 // failures are also reported on stderr, prefixed "fencelock: ".
 package main

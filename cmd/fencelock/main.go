@@ -42,7 +42,7 @@ const (
 )
 
 const usageText = `usage:
-  fencelock [global flags] run [--ttl D] [--wait D] [--grace D] NAME -- CMD [ARG...]
+  fencelock [global flags] run [--ttl D] [--wait D] [--grace D] [--once-per D] NAME -- CMD [ARG...]
   fencelock [global flags] inspect [--json] NAME
   fencelock [global flags] advance [--json] NAME SEQ
   fencelock [global flags] doctor [--json] [FLAGS]  check Redis for what loses locks (doctor --help)
@@ -61,6 +61,9 @@ Commands:
              --ttl D     lease ttl (default 30s, at least 30ms); refreshed every ttl/3
              --wait D    how long to wait for the lock (default 0: try once, within --timeout)
              --grace D   SIGTERM to SIGKILL delay (default 10s), shortened as said above
+             --once-per D  run CMD at most once per period D: not again until D less D/10
+                         after the start of the last run that exited 0, by the Redis
+                         server's clock (exit 6); one Redis deployment only
   inspect  print the lock's holder, token, remaining ttl, counter (last Seq) and waiters;
            with Redlock, the majority's view and one line per node
              --json      print JSON
@@ -94,9 +97,10 @@ Exit status:
   4        run: lease lost (or being lost) while the command ran (the command was
            terminated)
   4, 5     doctor: a danger finding; a server could not be checked (doctor --help)
+  6        run --once-per: a run completed in this period already (CMD did not run)
   128+N    run: fencelock got signal N while waiting for the lock
 fencelock's own failures are reported on stderr, prefixed "fencelock: " (a command's
-own status of 1 to 4 looks like fencelock's).
+own status of 1 to 6 looks like fencelock's).
 `
 
 func main() {

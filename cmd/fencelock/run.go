@@ -17,6 +17,7 @@ import (
 
 	"github.com/fencelock/fencelock/fence"
 	"github.com/fencelock/fencelock/lease"
+	"github.com/fencelock/fencelock/once"
 )
 
 // forwarded are the signals run passes on to the command.
@@ -54,6 +55,7 @@ func (g *globals) run(args []string) int {
 	ttl := fs.Duration("ttl", defaultTTL, "lease ttl")
 	wait := fs.Duration("wait", 0, "how long to wait for the lock")
 	grace := fs.Duration("grace", defaultGrace, "SIGTERM to SIGKILL delay")
+	period := fs.Duration("once-per", 0, "run at most once per period (once.go)")
 
 	head, command, dashes := args, []string(nil), false
 	if i := slices.Index(args, "--"); i >= 0 {
@@ -79,6 +81,8 @@ func (g *globals) run(args []string) int {
 		return g.usageError("run: --wait must not be negative, got %v", *wait)
 	case *grace < 0:
 		return g.usageError("run: --grace must not be negative, got %v", *grace)
+	case *period < 0:
+		return g.usageError("run: --once-per must not be negative, got %v", *period)
 	}
 	name := pos[0]
 	if err := fence.ValidateKey(name); err != nil {
@@ -97,6 +101,11 @@ func (g *globals) run(args []string) int {
 	if b == nil {
 		return code
 	}
+	op, code := g.newOncePer(b, *period)
+	if code != exitOK {
+		closeBy(b, time.Now().Add(closeTimeout))
+		return code
+	}
 	timeout := g.timeout
 	if *wait > 0 {
 		timeout = *wait
@@ -107,7 +116,15 @@ func (g *globals) run(args []string) int {
 		closeBy(b, bud.hard)
 		return code
 	}
-	code = g.supervise(cmd, l, *ttl, *grace, sigs)
+	var claim *once.Claim
+	if op != nil {
+		if claim, code = op.claim(g, l.Token()); claim == nil {
+			g.release(l)
+			closeBy(b, time.Now().Add(closeTimeout))
+			return code
+		}
+	}
+	code = g.supervise(cmd, l, *ttl, *grace, sigs, claim)
 	closeBy(b, time.Now().Add(closeTimeout))
 	return code
 }
@@ -201,7 +218,9 @@ func (g *globals) release(l *lease.Lease) error {
 }
 
 // supervise runs cmd under lease l (of ttl) and returns run's exit status.
-func (g *globals) supervise(cmd *exec.Cmd, l *lease.Lease, ttl, grace time.Duration, sigs <-chan os.Signal) int {
+// With claim (--once-per), a command that succeeded completes it before
+// the release.
+func (g *globals) supervise(cmd *exec.Cmd, l *lease.Lease, ttl, grace time.Duration, sigs <-chan os.Signal, claim *once.Claim) int {
 	tok := l.Token()
 	cmd.Env = append(os.Environ(),
 		"FENCE_TOKEN="+tok.String(),
@@ -318,6 +337,12 @@ wait:
 		signalGroup(pid, syscall.SIGKILL, reaped)
 	}
 
+	if claim != nil && lost == nil && waitErr == nil {
+		if code := complete(g, claim); code != exitOK {
+			g.release(l)
+			return code
+		}
+	}
 	relErr := g.release(l)
 	switch {
 	case lost != nil:
@@ -331,35 +356,4 @@ wait:
 		return exitLost
 	}
 	return exitStatus(waitErr, g)
-}
-
-// exitStatus is the command's exit status: its own, or 128+N when signal N
-// ended it.
-func exitStatus(err error, g *globals) int {
-	if err == nil {
-		return exitOK
-	}
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			return 128 + int(ws.Signal())
-		}
-		return ee.ExitCode()
-	}
-	return g.fail(exitFailure, "run: %v", err)
-}
-
-// signalGroup sends s to the command's process group, or to the command
-// alone if it left the group while it has not been reaped (reaped, its pid
-// may belong to another process).
-func signalGroup(pid int, s syscall.Signal, reaped bool) {
-	if err := syscall.Kill(-pid, s); errors.Is(err, syscall.ESRCH) && !reaped {
-		_ = syscall.Kill(pid, s)
-	}
-}
-
-// groupAlive reports whether a process of the command's group is left.
-func groupAlive(pid int) bool {
-	err := syscall.Kill(-pid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
 }

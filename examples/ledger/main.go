@@ -1,5 +1,7 @@
 // Command ledger runs concurrent money transfers between a few accounts,
-// each transfer a read-modify-write under fenced locks, while workers take
+// each transfer a read-modify-write under the locks of both accounts
+// (package lockset takes them in one order, all or none) and, fenced, in
+// one transaction that guards both (pgverifier's WithTxAll), while workers take
 // random pauses, some longer than their leases. It runs the workload twice:
 // with the Postgres verifier, where the total balance is conserved and the
 // stale writes are rejected (and counted), and with the leases alone, where
@@ -19,7 +21,6 @@ import (
 	"log"
 	"math/rand/v2"
 	"os"
-	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -28,6 +29,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fencelock/fencelock/lease"
+	"github.com/fencelock/fencelock/lockset"
 	"github.com/fencelock/fencelock/migrations"
 	"github.com/fencelock/fencelock/verifier"
 	"github.com/fencelock/fencelock/verifier/pgverifier"
@@ -104,12 +106,12 @@ type ledger struct {
 	fenced bool
 	run    string // prefix of lock and resource names, and the accounts' run
 
-	done, rejected, failed, expired atomic.Int64
+	done, rejected, gaveUp, failed, expired atomic.Int64
 }
 
 func (l *ledger) play(ctx context.Context, conn *pgx.Conn) error {
 	if l.fenced {
-		fmt.Println("\n=== With the verifier: every transaction guards both accounts first ===")
+		fmt.Println("\n=== With the verifier: every transaction guards both accounts first (WithTxAll) ===")
 	} else {
 		fmt.Println("\n=== Leases alone: no verifier ===")
 	}
@@ -138,8 +140,8 @@ func (l *ledger) play(ctx context.Context, conn *pgx.Conn) error {
 	if err := conn.QueryRow(ctx, sumBalances, l.run).Scan(&sum, &minBal); err != nil {
 		return err
 	}
-	fmt.Printf("in %v: %d transfers committed, %d stale writes rejected, %d failed otherwise; %d leases expired during a pause\n",
-		time.Since(start).Round(time.Millisecond), l.done.Load(), l.rejected.Load(), l.failed.Load(), l.expired.Load())
+	fmt.Printf("in %v: %d transfers committed, %d stale writes rejected, %d gave up (a lock expired while the other was awaited), %d failed otherwise; %d leases expired during a pause\n",
+		time.Since(start).Round(time.Millisecond), l.done.Load(), l.rejected.Load(), l.gaveUp.Load(), l.failed.Load(), l.expired.Load())
 	verdict := "the invariant holds"
 	switch {
 	case sum < accounts*initial:
@@ -172,6 +174,8 @@ func (l *ledger) worker(ctx context.Context) error {
 			l.done.Add(1)
 		case errors.Is(err, verifier.ErrStale):
 			l.rejected.Add(1)
+		case errors.Is(err, lease.ErrLost):
+			l.gaveUp.Add(1) // one lock expired while the other was awaited
 		case ctx.Err() != nil:
 			return ctx.Err()
 		default:
@@ -184,23 +188,14 @@ func (l *ledger) worker(ctx context.Context) error {
 func (l *ledger) name(id int) string { return fmt.Sprintf("%s/acct-%d", l.run, id) }
 
 // transfer moves a random amount from one account to another under the
-// locks of both (taken in id order, so that waiters never deadlock).
+// locks of both (lockset takes them in one order, so that waiters never
+// deadlock; the account's lock name is also its resource name).
 func (l *ledger) transfer(ctx context.Context, conn *pgx.Conn, v *pgverifier.Verifier, from, to int) error {
-	ids := []int{from, to}
-	sort.Ints(ids)
-	var leases []*lease.Lease
-	defer func() {
-		for _, ls := range leases {
-			_ = ls.Release(context.WithoutCancel(ctx)) // ErrLost after a long pause
-		}
-	}()
-	for _, id := range ids {
-		ls, err := l.locks.Acquire(ctx, l.name(id), ttl)
-		if err != nil {
-			return err
-		}
-		leases = append(leases, ls)
+	set, err := lockset.Acquire(ctx, l.locks, []string{l.name(from), l.name(to)}, ttl)
+	if err != nil {
+		return err
 	}
+	defer set.Release(context.WithoutCancel(ctx)) // ErrLost after a long pause
 
 	pauseBefore, pauseInside := false, false
 	switch rand.IntN(6) {
@@ -210,48 +205,40 @@ func (l *ledger) transfer(ctx context.Context, conn *pgx.Conn, v *pgverifier.Ver
 		pauseInside = true
 	}
 	if pauseBefore {
-		l.sleep(leases)
+		l.sleep(set)
 	}
 
-	tx, err := conn.Begin(ctx)
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback(context.WithoutCancel(ctx))
-	if l.fenced {
-		// Claim before read: guard both accounts (in id order) before
-		// reading them. A newer holder's guard now waits for this
-		// transaction; an older holder's is rejected.
-		for i, id := range ids {
-			if err := v.Guard(ctx, tx, l.name(id), leases[i].Token()); err != nil {
-				return err
-			}
-		}
-	}
-	var balFrom, balTo int64
-	if err := tx.QueryRow(ctx, readBalance, l.run, from).Scan(&balFrom); err != nil {
-		return err
-	}
-	if err := tx.QueryRow(ctx, readBalance, l.run, to).Scan(&balTo); err != nil {
-		return err
-	}
-	if pauseInside {
-		l.sleep(leases)
-	}
-	amount := rand.Int64N(balFrom/2 + 1)
-	newBal := map[int]int64{from: balFrom - amount, to: balTo + amount}
-	for _, id := range ids {
-		if _, err := tx.Exec(ctx, writeBalance, l.run, id, newBal[id]); err != nil {
+	move := func(tx pgx.Tx) error {
+		var balFrom, balTo int64
+		if err := tx.QueryRow(ctx, readBalance, l.run, from).Scan(&balFrom); err != nil {
 			return err
 		}
+		if err := tx.QueryRow(ctx, readBalance, l.run, to).Scan(&balTo); err != nil {
+			return err
+		}
+		if pauseInside {
+			l.sleep(set)
+		}
+		amount := rand.Int64N(balFrom/2 + 1)
+		if _, err := tx.Exec(ctx, writeBalance, l.run, from, balFrom-amount); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, writeBalance, l.run, to, balTo+amount)
+		return err
 	}
-	return tx.Commit(ctx)
+	if !l.fenced {
+		return pgx.BeginFunc(ctx, conn, move)
+	}
+	// Claim before read: WithTxAll guards both accounts with their locks'
+	// tokens before move reads them, in one transaction. A newer holder's
+	// guard now waits for this transaction; an older holder's is rejected.
+	return v.WithTxAll(ctx, set.Tokens(), move)
 }
 
-// sleep is a pause that outlives the lease (a GC pause, say).
-func (l *ledger) sleep(leases []*lease.Lease) {
+// sleep is a pause that outlives the leases (a GC pause, say).
+func (l *ledger) sleep(set *lockset.Set) {
 	time.Sleep(longPause)
-	if !leases[0].Held() {
+	if !set.Held() {
 		l.expired.Add(1)
 	}
 }

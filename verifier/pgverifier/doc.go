@@ -40,9 +40,13 @@
 //     than the same transaction unguarded.
 //   - [Verifier.Exec]: one statement, sent together with the guard, so it
 //     costs no round trip more than the statement alone in a transaction.
-//   - [Verifier.Guard] in your own transaction, e.g. to fence several
-//     resources (guard them in a fixed order, to avoid deadlocks) or with
-//     another isolation level.
+//   - [Verifier.Guard] in your own transaction, e.g. with another
+//     isolation level.
+//
+// [Verifier.WithTxAll] and [Verifier.GuardAll] do the same for several
+// resources in one transaction (a transfer between two accounts, with the
+// tokens of package lockset's Set), guarding them in the order of their
+// names, so that two transactions never wait for each other's rows.
 //
 // [Verifier.Claim] runs the guard on its own, committed at once: it raises
 // the high-water so that older holders are turned away from then on, but it

@@ -33,9 +33,13 @@
 //   - [Verifier.WithTx]: begin, guard, run your function with the
 //     transaction, commit. The general read-modify-write.
 //   - [Verifier.Exec]: begin, guard, one statement, commit.
-//   - [Verifier.Guard] in your own transaction, e.g. to fence several
-//     resources (guard them in a fixed order, to avoid deadlocks) or with
-//     another isolation level.
+//   - [Verifier.Guard] in your own transaction, e.g. with another
+//     isolation level.
+//
+// [Verifier.WithTxAll] and [Verifier.GuardAll] do the same for several
+// resources in one transaction (a transfer between two accounts, with the
+// tokens of package lockset's Set), guarding them in the order of their
+// names, so that two transactions never wait for each other's rows.
 //
 // Each costs one statement, and one round trip, more than the same
 // transaction unguarded (database/sql sends one statement per round trip);

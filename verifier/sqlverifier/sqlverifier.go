@@ -169,7 +169,7 @@ func (v *Verifier) Claim(ctx context.Context, resource string, tok fence.Token) 
 	// A refusal is explained by a read of the row the guard locked; in one
 	// transaction, a Move or a newer token cannot slip in between.
 	return kind.Check(ctx, v.b(), resource, tok, func(c scaffold.Claim) error {
-		return v.inTx(ctx, c, nil)
+		return v.inTx(ctx, []scaffold.Claim{c}, nil)
 	})
 }
 

@@ -35,20 +35,26 @@ func (v *Verifier) WithTx(ctx context.Context, resource string, tok fence.Token,
 		if fn == nil {
 			return invalid("WithTx: nil function")
 		}
-		return v.inTx(ctx, c, fn)
+		return v.inTx(ctx, []scaffold.Claim{c}, fn)
 	})
 }
 
-// inTx begins, guards, runs fn (if not nil) and commits.
-func (v *Verifier) inTx(ctx context.Context, c scaffold.Claim, fn func(tx *sql.Tx) error) error {
-	resource := c.Resource()
+// inTx begins, guards each claim in order, runs fn (if not nil) and
+// commits, in one turn on a *sql.Conn.
+func (v *Verifier) inTx(ctx context.Context, cs []scaffold.Claim, fn func(tx *sql.Tx) error) error {
+	resource := cs[0].Resource()
+	if len(cs) > 1 {
+		resource = fmt.Sprintf("%d resources", len(cs))
+	}
 	release, err := v.turn.take(ctx)
 	if err != nil {
 		return err
 	}
 	defer release()
-	if err := v.ensureRow(ctx, resource); err != nil {
-		return err
+	for _, c := range cs {
+		if err := v.ensureRow(ctx, c.Resource()); err != nil {
+			return err
+		}
 	}
 	v.fast.prepare(ctx) // before the transaction holds a connection
 	tx, rollback, err := v.begin(ctx)
@@ -56,8 +62,10 @@ func (v *Verifier) inTx(ctx context.Context, c scaffold.Claim, fn func(tx *sql.T
 		return err
 	}
 	defer rollback() // a no-op after the commit
-	if err := v.guard(ctx, tx, c, true); err != nil {
-		return err
+	for _, c := range cs {
+		if err := v.guard(ctx, tx, c, true); err != nil {
+			return err
+		}
 	}
 	if fn != nil {
 		if err := fn(tx); err != nil {
@@ -91,7 +99,7 @@ func (v *Verifier) inTx(ctx context.Context, c scaffold.Claim, fn func(tx *sql.T
 func (v *Verifier) Exec(ctx context.Context, resource string, tok fence.Token, query string, args ...any) (sql.Result, error) {
 	var res sql.Result
 	err := kind.Check(ctx, v.b(), resource, tok, func(c scaffold.Claim) error {
-		return v.inTx(ctx, c, func(tx *sql.Tx) error {
+		return v.inTx(ctx, []scaffold.Claim{c}, func(tx *sql.Tx) error {
 			var err error
 			if res, err = tx.ExecContext(ctx, query, args...); err != nil {
 				return fmt.Errorf("sqlverifier: exec: %w", err)

@@ -67,7 +67,10 @@ func TestCheckQuick(t *testing.T) {
 			t.Errorf("%s: %s", k.Lock.Name, k.Error)
 			continue
 		}
-		if k.Lock.Family == locks.Fencelock {
+		switch {
+		case k.Election != nil:
+			checkElection(t, k)
+		case k.Lock.Family == locks.Fencelock:
 			checkLockProperties(t, k)
 		}
 		if w := k.Waiters; w != nil {

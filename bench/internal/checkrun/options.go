@@ -41,7 +41,7 @@ func kindNames() []string {
 	for _, k := range safety.CheckKinds() {
 		out = append(out, k.Name)
 	}
-	return out
+	return append(out, kindElection)
 }
 
 func parse(args []string, stderr io.Writer) (*options, error) {

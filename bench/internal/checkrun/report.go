@@ -41,7 +41,10 @@ type Kind struct {
 	// Waiters is what the waiter processes of pause-waiter and leave-queue
 	// went through (fencelock's lease kinds).
 	Waiters *WaiterStats `json:"waiters,omitempty"`
-	Error   string       `json:"error,omitempty"`
+	// Election is what the election workload's leader processes went
+	// through (its row only).
+	Election *ElectionStats `json:"election,omitempty"`
+	Error    string         `json:"error,omitempty"`
 }
 
 // Violations lists the must-hold rules the run broke: a fenced kind with
@@ -107,6 +110,11 @@ func (r *Report) writeText(w io.Writer) error {
 		// lock handed to a waiter that left); the JSON has them all.
 		if ws := k.Waiters; ws != nil {
 			notes = append(notes, waiterNotes(k.Lock.Name, ws)...)
+		}
+		if es := k.Election; es != nil {
+			notes = append(notes, fmt.Sprintf("%s: %d leader processes, %d terms; %d leaders paused past their term (%d deposed meanwhile), %d killed (longest wait for the next term %s); %s refused",
+				k.Lock.Name, es.Processes, es.Terms, es.Pauses, es.Deposed, es.Kills, es.Failover,
+				report.Plural(k.Summary.Rejected, "late append")))
 		}
 		for _, res := range k.Results {
 			if res.Checker != check.CheckerExclusion && res.Checker != check.CheckerLiveness {

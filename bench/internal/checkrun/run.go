@@ -95,11 +95,16 @@ func run(ctx context.Context, o *options, stdout, stderr io.Writer) (*Report, er
 	rep.Machine.Servers = map[bool]string{true: "given redis", false: "throwaway redis"}[e.given != nil] +
 		map[bool]string{true: ", given postgres", false: ", throwaway postgres"}[o.dbURL != ""]
 	e.db.QueryRow(ctx, "SHOW server_version").Scan(&rep.Machine.Postgres)
-	for _, info := range safety.CheckKinds() {
+	for _, info := range append(safety.CheckKinds(), electionInfo) {
 		if !slices.Contains(o.locks, info.Name) {
 			continue
 		}
-		k := e.runKind(ctx, info)
+		var k Kind
+		if info.Name == kindElection {
+			k = e.runElection(ctx, info)
+		} else {
+			k = e.runKind(ctx, info)
+		}
 		rep.Kinds = append(rep.Kinds, k)
 		if err := ctx.Err(); err != nil {
 			return nil, err

@@ -32,7 +32,12 @@ type waiterProc struct {
 
 // startWaiter starts a waiter process (this binary again) with spec. It
 // does not wait for it to be ready: see expect.
-func startWaiter(spec waiterSpec) (*waiterProc, error) {
+func startWaiter(spec waiterSpec) (*waiterProc, error) { return startChild(WaiterEnv, spec, 16) }
+
+// startChild starts this binary again with env set to spec in JSON: a
+// waiter process, or the election workload's leader. Its stdout lines
+// queue up to buffered.
+func startChild(env string, spec any, buffered int) (*waiterProc, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, err
@@ -41,9 +46,9 @@ func startWaiter(spec waiterSpec) (*waiterProc, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &waiterProc{lines: make(chan string, 16), exited: make(chan struct{})}
+	p := &waiterProc{lines: make(chan string, buffered), exited: make(chan struct{})}
 	p.cmd = exec.Command(exe)
-	p.cmd.Env = append(os.Environ(), WaiterEnv+"="+string(b))
+	p.cmd.Env = append(os.Environ(), env+"="+string(b))
 	// Its own process group, so that no job-control signal meant for ours
 	// reaches it, and killed if we die.
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
