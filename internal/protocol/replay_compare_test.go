@@ -59,7 +59,7 @@ func (r *replayer) compare(s model.ServerStep, got *protocol.TryResult) error {
 		outcome := [...]protocol.Outcome{model.Acquired: protocol.Acquired, model.Reacquired: protocol.Reacquired,
 			model.Held: protocol.Held, model.Queued: protocol.Reserved}[op.Reply]
 		if got.Outcome != outcome {
-			return mismatch("try answered %+v, the model %d (seq %d, pttl %d)", *got, op.Reply, op.ReplySeq, op.PTTL)
+			return mismatch("try answered %+v, the model %s (seq %d, pttl %d)", *got, op.Reply, op.ReplySeq, op.PTTL)
 		}
 		switch op.Reply {
 		case model.Reacquired:

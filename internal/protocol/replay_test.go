@@ -66,13 +66,13 @@ func TestModelReplay(t *testing.T) {
 		// The deep walks' configuration (model.TestFixedWalks): every kind
 		// of fault, counter ttl, clock floor.
 		{"deep", model.Config{Variant: model.Fixed, Clients: 4, Acquisitions: 3, MaxTries: 4, TTL: 4, TicketTTL: 6, Poll: 2, Horizon: 30,
-			Losses: 2, Duplicates: 2, Leaves: 2, Deaths: 1, Restarts: 1, Advances: 1, ClockFloor: true, CounterTTL: 5}, 60},
+			Losses: 2, Duplicates: 2, Leaves: 2, Deaths: 1, Restarts: 1, Advances: 1, ClockFloor: true, CounterTTL: 5}, 150},
 		// No clock floor and a counter kept forever: tokens step by one.
 		{"counter steps", model.Config{Variant: model.Fixed, Clients: 3, Acquisitions: 3, TTL: 3, TicketTTL: 4, Poll: 1, Horizon: 30,
-			Leaves: 2, Deaths: 1, Advances: 2, AdvanceAhead: 2}, 60},
+			Leaves: 2, Deaths: 1, Advances: 2, AdvanceAhead: 2}, 100},
 		// One holder id per client (lease.WithHolder): leave does not pass on.
 		{"same holder", model.Config{Variant: model.Fixed, Clients: 3, Acquisitions: 3, ReuseHolder: true, TTL: 2, TicketTTL: 3, Horizon: 30,
-			Leaves: 2, Duplicates: 1, CounterTTL: 3}, 60},
+			Leaves: 2, Duplicates: 1, CounterTTL: 3}, 100},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -136,8 +136,13 @@ func replayWalk(t *testing.T, cfg model.Config, seed uint64, seen map[string]int
 		err = fmt.Errorf("the model itself breaks %s: %s", res.Property, res.Violation)
 	}
 	if err == nil {
-		if p, ok := r.sub.next(100 * time.Millisecond); ok {
-			err = fmt.Errorf("a message %q the model did not publish", p)
+		// A message of the test's own marks the end: any other before it
+		// is one the model did not publish.
+		const end = "end of walk"
+		if err = rdb.Publish(r.ctx, r.k.Channel, end).Err(); err == nil {
+			if p, _ := r.sub.next(2 * time.Second); p != end {
+				err = mismatch("message %q, the model published none", p)
+			}
 		}
 	}
 	if err != nil {
@@ -168,8 +173,7 @@ func events(s model.ServerStep) []string {
 	case model.OpAdvance:
 		e = append(e, "advance")
 	case model.OpTry, model.OpRefresh:
-		e = append(e, [...]string{model.Acquired: "acquired", model.Reacquired: "reacquired", model.Held: "held",
-			model.Queued: "queued", model.Refreshed: "refreshed", model.RefreshFailed: "refresh failed"}[op.Reply])
+		e = append(e, op.Reply.String())
 	}
 	if op.Released {
 		e = append(e, "released")
@@ -244,7 +248,7 @@ func (r *replayer) step(s model.ServerStep) error {
 			return err
 		}
 		if ok != op.Released {
-			return fmt.Errorf("released %v, the model %v", ok, op.Released)
+			return mismatch("released %v, the model %v", ok, op.Released)
 		}
 	case model.OpRefresh:
 		var seq uint64
@@ -259,7 +263,7 @@ func (r *replayer) step(s model.ServerStep) error {
 			return err
 		}
 		if ok != (op.Reply == model.Refreshed) {
-			return fmt.Errorf("refreshed %v, the model answered %d", ok, op.Reply)
+			return mismatch("refreshed %v, the model answered %s", ok, op.Reply)
 		}
 	case model.OpAdvance:
 		// A floor above the clock is a point on the model's clock:

@@ -32,6 +32,11 @@ const (
 	RefreshFailed
 )
 
+var replyNames = [...]string{Acquired: "acquired", Reacquired: "reacquired", Held: "held", Queued: "queued",
+	Refreshed: "refreshed", RefreshFailed: "refresh failed"}
+
+func (k ReplyKind) String() string { return replyNames[k] }
+
 // Op is one step's script call and the model's answer to it.
 type Op struct {
 	Kind    OpKind
