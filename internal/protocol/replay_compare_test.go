@@ -43,7 +43,7 @@ func (r *replayer) read() (redisKeys, error) {
 	return k, nil
 }
 
-// within reports whether d is in (want-slack, want].
+// near reports whether d is in (want-slack, want].
 func near(d, want time.Duration) bool { return d > want-slack && d <= want }
 
 // compare checks Redis against the model's server after step s, and a

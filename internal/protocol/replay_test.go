@@ -2,7 +2,6 @@ package protocol_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -385,9 +384,7 @@ func (r *replayer) handoff(op model.Op) error {
 	return nil
 }
 
-var errReplay = errors.New("replay")
-
 // mismatch is a difference between Redis and the model.
 func mismatch(format string, a ...any) error {
-	return fmt.Errorf("%w: %s", errReplay, fmt.Sprintf(format, a...))
+	return fmt.Errorf("Redis and the model differ: "+format, a...)
 }
