@@ -17,7 +17,7 @@ if taken then
   return {0, redis.call('PTTL', KEYS[1])}
 end
 if ARGV[5] ~= '0' then
-  return take(lc[2])
+  return take(ARGV[1], ARGV[2], ARGV[3], ARGV[4], lc[2])
 end
 redis.call('SET', KEYS[1], ARGV[1] .. ':0', 'PX', ARGV[2])
 return {1, 0}

@@ -17,5 +17,5 @@
 local lc = redis.call('MGET', KEYS[1], KEYS[2])
 local seq, taken = holds(lc[1], ARGV[1])
 if not seq and not taken and redis.call('EXISTS', KEYS[3]) == 0 then
-  return take(lc[2])
+  return take(ARGV[1], ARGV[2], ARGV[3], ARGV[4], lc[2])
 end

@@ -21,4 +21,4 @@ end
 if head then
   dequeue(ARGV[1])
 end
-return take(lc[2], now)
+return take(ARGV[1], ARGV[2], ARGV[3], ARGV[4], lc[2], now)

@@ -13,52 +13,37 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
+//go:generate go run ./luagen
+
+// The scripts, each embedded whole from scripts/, which luagen writes from
+// the fragments beside this file (see the package doc).
 var (
-	//go:embed common.lua
-	commonSrc string
-	//go:embed publish.lua
-	publishSrc string
-	//go:embed queue.lua
-	queueSrc string
-	//go:embed handoff.lua
-	handoffSrc string
-	//go:embed acquire.lua
+	//go:embed scripts/acquire.lua
 	acquireSrc string
-	//go:embed acquire_fair.lua
+	//go:embed scripts/acquire_fair.lua
 	acquireFairSrc string
-	//go:embed acquire_fair_queued.lua
-	acquireFairQueuedSrc string
-	//go:embed refresh.lua
+	//go:embed scripts/refresh.lua
 	refreshSrc string
-	//go:embed release.lua
+	//go:embed scripts/release.lua
 	releaseSrc string
-	//go:embed release_fair.lua
+	//go:embed scripts/release_fair.lua
 	releaseFairSrc string
-	//go:embed leave.lua
+	//go:embed scripts/leave.lua
 	leaveSrc string
-	//go:embed inspect.lua
+	//go:embed scripts/inspect.lua
 	inspectSrc string
-	//go:embed advance.lua
+	//go:embed scripts/advance.lua
 	advanceSrc string
 
-	// A script is composed of the shared parts it uses and no more, and
-	// the fair scripts' common cases run before the functions they do not
-	// need: Lua builds every function of a script anew on every call.
-	handoffSrcs = commonSrc + publishSrc + queueSrc + handoffSrc
-
-	acquire     = redis.NewScript(commonSrc + acquireSrc)
-	acquireFair = redis.NewScript(commonSrc + acquireFairSrc + queueSrc + acquireFairQueuedSrc)
+	acquire     = redis.NewScript(acquireSrc)
+	acquireFair = redis.NewScript(acquireFairSrc)
 	refresh     = redis.NewScript(refreshSrc)
-	release     = redis.NewScript(publishSrc + releaseSrc)
-	releaseFair = redis.NewScript(releaseFairSrc + handoffSrcs + releaseFairQueued)
-	leave       = redis.NewScript(handoffSrcs + leaveSrc)
+	release     = redis.NewScript(releaseSrc)
+	releaseFair = redis.NewScript(releaseFairSrc)
+	leave       = redis.NewScript(leaveSrc)
 	inspect     = redis.NewScript(inspectSrc)
-	advance     = redis.NewScript(commonSrc + advanceSrc)
+	advance     = redis.NewScript(advanceSrc)
 )
-
-// releaseFairQueued ends release_fair.lua, after the shared functions:
-// the holder let go of a lock with a queue, which hand_off passes on.
-const releaseFairQueued = "return hand_off(ARGV[2], ARGV[3], ARGV[4], ARGV[5], true) or 1\n"
 
 // Try is one try to take a lock.
 type Try struct {

@@ -2,7 +2,9 @@
 -- that take, pass on or lift a lock's counter (queue.lua and publish.lua
 -- hold the fair queue's and the release message's; a script is composed of
 -- only the parts it uses, because Lua builds every function of a script on
--- every call). Every such script has KEYS[1] lock, KEYS[2] counter, and
+-- every call: see luagen, which writes each script whole into scripts/).
+-- The functions take the scripts' arguments as parameters and read no
+-- ARGV. Every such script has KEYS[1] lock, KEYS[2] counter, and
 -- for the fair lock KEYS[3] queue (a sorted set of holder ids by arrival)
 -- and KEYS[4] tickets (a hash: holder id -> ticket, see ticket.go).
 -- The formats of the lock's value, the ticket and the release message are
@@ -88,15 +90,15 @@ local function holds(v, holder)
   return nil, true
 end
 
--- take gives the free lock to ARGV[1] for ARGV[2] ms with the next Seq,
--- under the counter settings ARGV[3] and ARGV[4] (the arguments of both
--- acquire scripts); c and now are as for next_seq. Returns the acquire's
--- reply {1, seq}, or an error reply past 2^53-1.
-local function take(c, now)
-  local n, s = next_seq(ARGV[3], ARGV[4], c, now)
+-- take gives the free lock to holder for ttl ms with the next Seq, under
+-- the counter settings counter_ttl and clock_floor (as for next_seq); c
+-- and now are as for next_seq. Returns the acquire's reply {1, seq}, or
+-- an error reply past 2^53-1.
+local function take(holder, ttl, counter_ttl, clock_floor, c, now)
+  local n, s = next_seq(counter_ttl, clock_floor, c, now)
   if not n then
     return redis.error_reply('fencelock: counter past 2^53-1')
   end
-  redis.call('SET', KEYS[1], ARGV[1] .. ':' .. s, 'PX', ARGV[2])
+  redis.call('SET', KEYS[1], holder .. ':' .. s, 'PX', ttl)
   return {1, n}
 end

@@ -2,12 +2,21 @@
 // each Lua script's arguments and replies, the lock's value, the fair
 // queue's tickets, the release message and the pub/sub mode, as Go types.
 // The lease, redlock, the notifier and the command use it; nothing else
-// writes or parses these formats. Lua lives in the .lua files beside this
-// one. common.lua, publish.lua, queue.lua and handoff.lua hold the shared
-// functions; each script is composed of the ones it uses, and the fair
+// writes or parses these formats.
+//
+// # Scripts
+//
+// Each Lua script is one file in scripts/, readable whole: a header with
+// its KEYS, ARGV and reply, then its code. Those files are generated
+// (`go generate ./internal/protocol`, command luagen) from the fragments
+// beside this file: each script's own (acquire.lua, release_fair.lua, ...)
+// and the shared functions it uses (common.lua, publish.lua, queue.lua,
+// handoff.lua), which take the scripts' arguments as parameters and read
+// no ARGV. A script holds only the functions it uses, and the fair
 // scripts' common cases (a free lock with nobody queued, a release with
 // nobody queued) return before the functions they do not need are built,
-// because Lua builds every function of a script on every call.
+// because Lua builds every function of a script on every call. Edit the
+// fragments, never scripts/: luagen's test fails when scripts/ is stale.
 //
 // # Keys
 //
@@ -39,19 +48,41 @@
 //
 // # What must always hold
 //
-// These are the properties the package's model (package model beside this
-// one) checks over every interleaving of its bounded configurations:
+// These are the protocol's properties, stated here once; the model
+// (package [github.com/fencelock/fencelock/internal/protocol/model])
+// checks them over every interleaving of its bounded configurations, and
+// TestModelReplay replays its walks on these scripts. A lease's window
+// opens when Acquire returns it and closes at its release or at its local
+// deadline, whichever comes first. The deadline is counted from the send
+// of the try that won the lock, or, for a handoff, of the last try the
+// handoff followed (the try whose ticket the release used, named by the
+// message's attempt), plus the ttl minus the drift allowance: the key
+// was set after that send, so the deadline comes before the key expires.
+// The window cannot open at that send: a try sent while another holder
+// had the lock, and run after its release, wins the lock with a send that
+// falls inside the other lease's window.
 //
-//   - Exclusion. The validity windows of two leases of one lock never
-//     overlap. A lease's window runs from the send of the try that won the
-//     lock (for a handoff: the try whose ticket the release used, named by
-//     the message's attempt) to its local deadline, that moment plus the
-//     ttl minus the drift allowance, or to its release. So a handoff
-//     message read late, after newer tries, yields a lease counted from the
-//     old try, which has run out; the waiter then refreshes once, and keeps
-//     waiting when the refresh finds the lock gone.
-//   - Order. Tokens grow in the order of those windows.
-//   - Counters never go back: see [Counter].
+//   - Exclusion. The windows of two leases of one lock never overlap,
+//     whatever the client's pauses before Acquire returns, the order in
+//     which it reads its timers, replies and messages, and the messages
+//     delayed, lost or duplicated. A handoff message read late, after
+//     newer tries, yields a deadline counted from the old try, which may
+//     have passed: the waiter then refreshes once (the refresh must match
+//     holder and Seq), and keeps waiting when it finds the lock gone. The
+//     one exception is a server that lost its keys (restart, failover):
+//     leases from before and after the loss may overlap, and only the
+//     verifier, through Order, keeps them apart.
+//   - Order. Tokens grow in the order of those windows: a lease carries
+//     a token above that of every lease whose window opened before its own
+//     (the same token again only for the same holder, a re-acquire), and
+//     every Seq the server issues is above every Seq it issued before.
+//     The exception is again a loss of keys: a lease whose lock was set
+//     before the loss may carry a lower token than one of after it, and
+//     the verifier refuses it once the newer token has written.
+//   - Counters never go back: see [Counter]. A missing counter, however
+//     it went missing, never yields a Seq at or below one issued, as long
+//     as the server's clock did not step back by more than the time that
+//     passed.
 //   - Liveness. A lock whose holder and waiters are all gone is free again
 //     within the lease's ttl plus [TicketTTL] (a waiter that died holding a
 //     ticket may be handed the lock once). A waiter that died never held

@@ -10,12 +10,12 @@ import (
 )
 
 var (
-	//go:embed reissue.lua
+	//go:embed scripts/reissue.lua
 	reissueSrc string
-	reissue    = redis.NewScript(commonSrc + reissueSrc)
-	//go:embed adopt.lua
+	reissue    = redis.NewScript(reissueSrc)
+	//go:embed scripts/adopt.lua
 	adoptSrc string
-	adopt    = redis.NewScript(commonSrc + adoptSrc)
+	adopt    = redis.NewScript(adoptSrc)
 )
 
 // Reissue gives holder, if it still has the lock, a new Seq above both the

@@ -9,7 +9,7 @@
 -- This file opens its script, before the shared functions: Lua builds
 -- every function of a script on every call, and the common cases (not the
 -- holder's; nobody queued) return before they are built. A queued lock
--- goes on to hand_off, after them (releaseFairQueued in calls.go).
+-- goes on to hand_off, after them (release_fair_queued.lua).
 local v = redis.call('GET', KEYS[1])
 local n = #ARGV[1]
 if not v or string.byte(v, n + 1) ~= 58 or string.sub(v, 1, n) ~= ARGV[1] then -- 58 is ':'

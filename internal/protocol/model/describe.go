@@ -71,11 +71,7 @@ func (m *machine) describe(s *state, a action) (actor, what string) {
 	case aRestart:
 		return "redis", "restart: every key lost"
 	case aAdvance:
-		floor := s.issued
-		if a.idx == 1 {
-			floor = usOf(s.now) + int64(m.cfg.AdvanceAhead)*1000
-		}
-		return "admin", sprintf("advance to %d", floor)
+		return "admin", sprintf("advance to %d", m.advanceFloor(s, a.idx))
 	case aServe:
 		r := s.reqs[a.idx]
 		return "redis", "runs " + m.reqString(r)

@@ -1,8 +1,7 @@
 // Package model is an explicit-state model checker for the fair lock
-// protocol: the scripts of package protocol (acquire_fair.lua,
-// release_fair.lua, leave.lua, refresh.lua, advance.lua, over the shared
-// common.lua, queue.lua and handoff.lua) and the waiting loop of
-// lease/wait.go. It is pure Go and needs no Redis, so the protocol's
+// protocol: the scripts of package protocol (scripts/acquire_fair.lua,
+// release_fair.lua, leave.lua, refresh.lua, advance.lua) and the waiting
+// loop of lease/wait.go. It is pure Go and needs no Redis, so the protocol's
 // properties are checked in every `go test` run, in seconds.
 //
 // # Why a model
@@ -105,21 +104,20 @@
 //
 // # Properties
 //
-// (a) Exclusion: no two clients hold live leases on locks of the same
-// server epoch at once. Held means Acquire returned the lease, its local
-// deadline has not passed and it has not been released. Leases of
-// different epochs may overlap: a restart lost the lock, and only the
-// verifier, through (b), can keep order then. The held interval starts
-// when the client gets the lease, not at the send of the winning try as
-// DESIGN.md words the window: counted from the send, a try sent while
-// another client held the lock, and run after its release, would count
-// as an overlap that no one can act on.
+// The properties are stated once, in package protocol's doc ("What must
+// always hold", [github.com/fencelock/fencelock/internal/protocol]); this
+// is how the model observes them.
 //
-// (b) Order: every seq the server issues is above every seq issued
-// before, across expiry and restarts (counters never go back); and a
-// lease that is live when its client gets it carries a token above every
-// token gotten live before in its epoch or an earlier one (the same token
-// again only for the same holder, a re-acquire).
+// (a) Exclusion: a client's window is the phase holding with a deadline
+// not yet passed (Acquire returned the lease, it was not released); the
+// deadline is counted from the send of the try the lease followed, as
+// readReply and readHandoff do. No two clients are in their windows at
+// once on locks of the same server epoch (a restart begins an epoch).
+//
+// (b) Order: checked where a seq is issued (nextSeq: above every seq
+// issued before, across expiries and restarts) and where a lease is
+// gotten (grant: above every token gotten before in its epoch or an
+// earlier one, the same token only for the same holder).
 //
 // (c) Liveness: once every client is out of Acquire and holds nothing,
 // and no request is in flight, for Config.LivenessBound ticks (default
@@ -130,6 +128,15 @@
 // of the handoff (default TicketTTL), unless a request of that holder id
 // set it again since (a try or refresh that arrived after its process
 // died, which acts for it as a holder's would: the documented limit).
+//
+// # Tied to the scripts
+//
+// The model re-describes the scripts; [Replay] hands a walk's server
+// steps, with the model's keys before and after each, to package
+// protocol's TestModelReplay, which runs the same calls on a real Redis
+// and compares the keys after every step (its doc says what is and is
+// not compared). A change to a script that the model does not share, or
+// the other way round, fails there.
 //
 // # Bounds
 //

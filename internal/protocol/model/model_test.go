@@ -1,6 +1,7 @@
 package model
 
 import (
+	"errors"
 	"reflect"
 	"strings"
 	"testing"
@@ -245,5 +246,45 @@ func TestEncodeRoundTrip(t *testing.T) {
 				t.Fatalf("seed %d: decode(encode(s)) != s\n%+v\n%+v", seed, s, d)
 			}
 		}
+	}
+}
+
+// TestReplayFollowsWalk: Replay visits the very steps of the seed's walk,
+// and its server snapshots follow one another.
+func TestReplayFollowsWalk(t *testing.T) {
+	t.Parallel()
+	cfg := deep
+	cfg.Variant = Fixed
+	w, err := Walk(cfg, 7, 400)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var steps []Step
+	var last Server
+	ops := map[OpKind]int{}
+	_, err = Replay(cfg, 7, 400, func(s ServerStep) error {
+		if !reflect.DeepEqual(s.Before, last) {
+			t.Fatalf("step %d: before %+v, the last step left %+v", len(steps), s.Before, last)
+		}
+		steps = append(steps, s.Step)
+		last = s.After
+		ops[s.Op.Kind]++
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(steps, w.Trace) {
+		t.Fatal("Replay's steps are not the walk's")
+	}
+	for _, k := range []OpKind{OpNone, OpTick, OpTry, OpRelease} {
+		if ops[k] == 0 {
+			t.Errorf("no step of kind %d in a %d-step walk", k, len(steps))
+		}
+	}
+	stop := errors.New("stop")
+	n := 0
+	if _, err := Replay(cfg, 7, 400, func(ServerStep) error { n++; return stop }); !errors.Is(err, stop) || n != 1 {
+		t.Errorf("visit's error: Replay returned %v after %d steps", err, n)
 	}
 }

@@ -174,11 +174,7 @@ func (m *machine) apply(s state, a action) (state, *violation) {
 		s.restart()
 	case aAdvance:
 		s.advances++
-		floor := s.issued
-		if a.idx == 1 {
-			floor = usOf(s.now) + int64(m.cfg.AdvanceAhead)*1000
-		}
-		m.serverAdvance(&s, floor)
+		m.serverAdvance(&s, m.advanceFloor(&s, a.idx))
 	case aServe:
 		r := s.reqs[a.idx]
 		s.delReq(int(a.idx))
@@ -215,6 +211,15 @@ func (m *machine) apply(s state, a action) (state, *violation) {
 	}
 	m.canon(&s)
 	return s, bad
+}
+
+// advanceFloor is the floor of Advance idx: 0 the highest seq issued,
+// 1 the clock plus AdvanceAhead ticks.
+func (m *machine) advanceFloor(s *state, idx int8) int64 {
+	if idx == 1 {
+		return usOf(s.now) + int64(m.cfg.AdvanceAhead)*1000
+	}
+	return s.issued
 }
 
 // serve runs one request on the server and puts its reply in flight, if

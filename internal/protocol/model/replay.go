@@ -1,0 +1,208 @@
+package model
+
+// Replay hands a walk to a test that runs the same steps on the real
+// scripts (package protocol's TestModelReplay): each step names the
+// script call it made, the model's answer, and the model server's keys
+// before and after it, in the scripts' terms (holder ids, tokens, ticks
+// left before a key or ticket expires).
+
+// OpKind is what a step did to the server.
+type OpKind uint8
+
+const (
+	OpNone    OpKind = iota // a client or network step: the server is untouched
+	OpTick                  // time passed; keys whose time ran out are gone
+	OpRestart               // the server came back empty
+	OpAdvance               // advance.lua
+	OpTry                   // acquire_fair.lua with an attempt (a waiting try)
+	OpRelease               // release_fair.lua
+	OpLeave                 // leave.lua
+	OpRefresh               // refresh.lua
+)
+
+// ReplyKind is a try's or refresh's answer.
+type ReplyKind uint8
+
+const (
+	Acquired ReplyKind = iota
+	Reacquired
+	Held
+	Queued // the lock is free but reserved for the waiters ahead
+	Refreshed
+	RefreshFailed
+)
+
+var replyNames = [...]string{Acquired: "acquired", Reacquired: "reacquired", Held: "held", Queued: "queued",
+	Refreshed: "refreshed", RefreshFailed: "refresh failed"}
+
+func (k ReplyKind) String() string { return replyNames[k] }
+
+// Op is one step's script call and the model's answer to it.
+type Op struct {
+	Kind    OpKind
+	Holder  string // try, release, leave, refresh: the holder id, as traces name it ("B2")
+	Attempt int    // try: the attempt id, unique within the walk (from 1)
+	Seq     int64  // refresh: the token Seq the lock value must have; 0 for any
+	PassOn  bool   // leave: hand on a lock that was handed to the holder
+	Floor   int64  // advance: the floor, the highest Seq issued or (Ahead) the clock plus Ahead ticks
+	Ahead   int    // advance above the clock: by this many ticks; 0 for the highest Seq issued
+
+	Reply    ReplyKind // try, refresh
+	ReplySeq int64     // try: the token got
+	PTTL     int       // try answered Held: ticks until the lock expires
+	Released bool      // release, leave: the holder's lock was let go
+	Handoff  *Handoff  // release, leave: the handoff message published, if any
+}
+
+// Handoff is a handoff message: the lock given to Holder with Seq, after
+// the try Attempt that wrote its ticket.
+type Handoff struct {
+	Holder  string
+	Seq     int64
+	Attempt int
+}
+
+// Server is the model server's keys. Left counts the ticks until a key
+// or ticket expires.
+type Server struct {
+	Lock      *LockKey    // nil when the lock key is missing
+	Counter   *CounterKey // nil when the counter is missing
+	Queue     []Ticket    // the queue in order; empty when its keys are missing
+	QueueLeft int         // ticks until both queue keys expire
+}
+
+// LockKey is the lock key: "holder:seq".
+type LockKey struct {
+	Holder string
+	Seq    int64
+	Left   int
+}
+
+// CounterKey is the counter; Left is 0 when it has no ttl.
+type CounterKey struct {
+	Value int64
+	Left  int
+}
+
+// Ticket is a queue entry and its ticket. Left is 0 for an expired
+// ticket, which keeps its place until a script drops it; Attempt is then 0.
+type Ticket struct {
+	Holder  string
+	Left    int
+	Attempt int
+}
+
+// ServerStep is one step of a replayed walk.
+type ServerStep struct {
+	Step          Step // as the walk's trace has it
+	Op            Op
+	Before, After Server
+}
+
+// Replay runs the walk of seed, step for step as [Walk], and calls visit
+// with each step; it stops at visit's first error and returns it. The
+// Result is the walk's.
+func Replay(cfg Config, seed uint64, maxSteps int, visit func(ServerStep) error) (Result, error) {
+	cfg, err := cfg.norm()
+	if err != nil {
+		return Result{}, err
+	}
+	m := &machine{cfg: cfg}
+	path, bad := m.walk(seed, maxSteps)
+	res := Result{States: len(path), Transitions: len(path), Depth: len(path)}
+	if bad != nil {
+		res = m.fail(res, bad, path)
+	} else {
+		res = m.counted(res)
+		res.Trace = m.trace(path)
+	}
+	s := m.initial()
+	for i, a := range path {
+		next, _ := m.apply(s, a)
+		st := ServerStep{Step: res.Trace[i], Op: m.op(&s, &next, a), Before: m.server(&s), After: m.server(&next)}
+		if err := visit(st); err != nil {
+			return res, err
+		}
+		s = next
+	}
+	return res, nil
+}
+
+// WithDefaults returns c with the defaults filled in, or an error for a
+// bound out of range.
+func (c Config) WithDefaults() (Config, error) { return c.norm() }
+
+// attemptID is client c's attempt a as an id unique within a walk.
+func attemptID(c, a int8) int { return int(c)*maxAttempts + int(a) }
+
+// op describes step a from s to next as a script call.
+func (m *machine) op(s, next *state, a action) Op {
+	switch a.kind {
+	case aTick:
+		return Op{Kind: OpTick}
+	case aRestart:
+		return Op{Kind: OpRestart}
+	case aAdvance:
+		op := Op{Kind: OpAdvance, Floor: m.advanceFloor(s, a.idx)}
+		if a.idx == 1 {
+			op.Ahead = m.cfg.AdvanceAhead
+		}
+		return op
+	case aServe:
+	default:
+		return Op{}
+	}
+	r := s.reqs[a.idx]
+	op := Op{Holder: m.holderName(r.holder)}
+	switch r.kind {
+	case reqTry, reqRefresh:
+		op.Kind, op.Attempt = OpTry, attemptID(r.client, r.attempt)
+		if r.kind == reqRefresh {
+			op.Kind, op.Attempt = OpRefresh, 0
+			if m.cfg.Variant == Fixed && !m.cfg.RefreshByHolder {
+				op.Seq = r.seq
+			}
+		}
+		rep := m.last
+		op.Reply, op.ReplySeq, op.PTTL = [...]ReplyKind{repAcquired: Acquired, repReacquired: Reacquired,
+			repHeld: Held, repQueued: Queued, repRefreshed: Refreshed, repRefreshFailed: RefreshFailed}[rep.kind],
+			rep.seq, int(rep.pttl)
+		return op
+	case reqRelease:
+		op.Kind = OpRelease
+	case reqLeave:
+		op.Kind, op.PassOn = OpLeave, !m.cfg.ReuseHolder
+	}
+	op.Released = s.srv.holder == r.holder && op.Kind == OpRelease || op.PassOn && s.srv.holder == r.holder
+	if h := next.srv.holder; op.Released && h != noHolder {
+		i := s.srv.enqueued(h)
+		op.Handoff = &Handoff{Holder: m.holderName(h), Seq: next.srv.seq, Attempt: attemptID(h/8, s.srv.queue[i].attempt)}
+	}
+	return op
+}
+
+// server is s's keys.
+func (m *machine) server(s *state) Server {
+	v, now := &s.srv, int(s.now)
+	var out Server
+	if v.holder != noHolder {
+		out.Lock = &LockKey{Holder: m.holderName(v.holder), Seq: v.seq, Left: int(v.exp) - now}
+	}
+	if v.hasCtr {
+		out.Counter = &CounterKey{Value: v.ctr}
+		if v.ctrExp != 0 {
+			out.Counter.Left = int(v.ctrExp) - now
+		}
+	}
+	for _, t := range v.queue[:v.nq] {
+		q := Ticket{Holder: m.holderName(t.holder)}
+		if t.exp != 0 {
+			q.Left, q.Attempt = int(t.exp)-now, attemptID(t.holder/8, t.attempt)
+		}
+		out.Queue = append(out.Queue, q)
+	}
+	if v.nq > 0 {
+		out.QueueLeft = int(v.queueExp) - now
+	}
+	return out
+}
