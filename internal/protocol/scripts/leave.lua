@@ -138,7 +138,12 @@ end
 -- Tickets are "expiry_ms:ttl_ms:attempt": the waiter's place lasts until
 -- expiry_ms (server clock), the lock is handed to it with ttl_ms, and the
 -- handoff message names attempt, the try that wrote the ticket, so that
--- the waiter counts its lease from when it sent that try.
+-- the waiter counts its lease from when it sent that try. ttl_ms is the
+-- claim window, min(the waiter's ttl, the ticket's): a handed lock lasts
+-- no longer than the ticket would unless its new holder, alive, refreshes
+-- it, so a waiter that died holds it for that long, not for its ttl. The
+-- waiter's own script writes it, so a client that counts the whole ttl
+-- (before this rule) is still handed the whole ttl.
 
 -- live_head returns the first waiter whose ticket has not expired, with
 -- its ttl and attempt, dropping expired tickets on the way; nil when none.
@@ -172,11 +177,16 @@ local function live_head(queued)
 end
 
 -- enqueue puts holder in the queue (keeping its place if it is there) and
--- writes its ticket; both keys expire with the last ticket.
+-- writes its ticket, with the claim window; both keys expire with the
+-- last ticket.
 local function enqueue(holder, ttl, ticket_ms, attempt)
   local us = clock_us()
+  local claim = ttl
+  if tonumber(ttl) > tonumber(ticket_ms) then
+    claim = ticket_ms
+  end
   redis.call('ZADD', KEYS[3], 'NX', us, holder)
-  redis.call('HSET', KEYS[4], holder, fmt(math.floor(us / 1000) + tonumber(ticket_ms)) .. ':' .. ttl .. ':' .. attempt)
+  redis.call('HSET', KEYS[4], holder, fmt(math.floor(us / 1000) + tonumber(ticket_ms)) .. ':' .. claim .. ':' .. attempt)
   redis.call('PEXPIRE', KEYS[3], ticket_ms)
   redis.call('PEXPIRE', KEYS[4], ticket_ms)
 end
@@ -193,7 +203,8 @@ end
 
 -- hand_off lets go of the lock, which the caller holds: it gives it to the
 -- live head of the queue with a new token (overwriting the caller's value)
--- and tells it so, "holder:seq:attempt", or deletes it when nobody waits.
+-- for its ticket's ttl, the claim window (see queue.lua), and tells it so,
+-- "holder:seq:attempt", or deletes it when nobody waits.
 -- Past 2^53-1 it returns an error reply and changes nothing but the
 -- expired tickets it dropped; else nil. queued is as for live_head.
 local function hand_off(channel, counter_ttl, clock_floor, sharded, queued)
