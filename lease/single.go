@@ -186,15 +186,24 @@ func (a *singleAttempt) undo(ctx context.Context, res protocol.TryResult) error 
 	if !passOn && !a.try.Fair {
 		return nil // nothing to undo: no ticket, and the lock is not ours to give up
 	}
-	return a.leave(ctx, passOn)
+	return a.leave(ctx, passOn, res == protocol.TryResult{})
 }
 
 // leave takes the waiter out of the queue and, if passOn, lets go of the
-// lock under its holder id, in the background once ctx ends.
-func (a *singleAttempt) leave(ctx context.Context, passOn bool) error {
+// lock under its holder id, in the background once ctx ends. After a lost
+// reply (lost), a leave that found nothing to release is made once more,
+// lostCallLag later: the lost call may reach the server behind the first
+// leave, which went out on another connection.
+func (a *singleAttempt) leave(ctx context.Context, passOn, lost bool) error {
 	s := a.s
 	return a.r.Pending.Detach(ctx, releaseTimeout, lifetime.CleanupBound(a.r.TTL), func(ctx context.Context) error {
-		_, err := protocol.Leave(ctx, s.rdb, a.keys, s.release(a.try.Holder), passOn)
+		released, err := protocol.Leave(ctx, s.rdb, a.keys, s.release(a.try.Holder), passOn)
+		if err == nil && !released && lost {
+			lost = false
+			if err = family.Sleep(ctx, lostCallLag); err == nil {
+				_, err = protocol.Leave(ctx, s.rdb, a.keys, s.release(a.try.Holder), passOn)
+			}
+		}
 		if err != nil && family.SentOf(err) != family.Ran && s.probe.Unreachable(ctx) {
 			return nil // the server is down: nothing to undo until it is back, and then the ttl does
 		}
@@ -202,12 +211,16 @@ func (a *singleAttempt) leave(ctx context.Context, passOn bool) error {
 	})
 }
 
+// lostCallLag is how long after a cleanup's first leave a call whose reply
+// was lost is taken to have reached the server, if it ever does.
+const lostCallLag = 25 * time.Millisecond
+
 // Abandon takes a fair waiter that gives up out of the queue and, if the
 // lock was handed to it meanwhile, passes the lock on (not a re-acquire's:
 // the lock under that holder id may be one it had before).
 func (a *singleAttempt) Abandon(ctx context.Context) {
 	if a.try.Fair {
-		_ = a.leave(ctx, !a.reacquire())
+		_ = a.leave(ctx, !a.reacquire(), false)
 	}
 }
 

@@ -243,3 +243,15 @@ const (
 	// probeTimeout bounds a probe's dial.
 	probeTimeout = 200 * time.Millisecond
 )
+
+// Sleep waits for d or until ctx ends, whose error it returns.
+func Sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

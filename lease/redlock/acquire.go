@@ -157,33 +157,57 @@ func (q *quorum) hopeless(rs []reply[protocol.TryResult]) bool {
 func (a *attempt) releaseAfter(ctx context.Context, holder string, reacquire bool, rs []reply[protocol.TryResult]) error {
 	q := a.q
 	var nodes []node
-	var granted []bool
+	var granted, lost []bool
 	for i, r := range rs {
 		fresh := r.err == nil && r.val.Outcome == protocol.Acquired
-		if fresh || (!reacquire && (r.sent == family.MayHaveRun || (r.err == nil && r.val.Got()))) {
+		mayHave := r.sent == family.MayHaveRun
+		if fresh || (!reacquire && (mayHave || (r.err == nil && r.val.Got()))) {
 			nodes = append(nodes, q.nodes[i])
 			granted = append(granted, r.err == nil)
+			lost = append(lost, mayHave && r.err != nil)
 		}
 	}
 	if len(nodes) == 0 {
 		return nil
 	}
 	release := releaseOp(a.keys, holder)
-	err := a.r.Pending.Detach(ctx, q.set.nodeTimeout, lifetime.CleanupBound(a.r.TTL), func(ctx context.Context) error {
+	lag := max(q.set.nodeTimeout, lostCallLag)
+	err := a.r.Pending.Detach(ctx, q.set.nodeTimeout+lag, lifetime.CleanupBound(a.r.TTL), func(ctx context.Context) error {
 		out := fanout(ctx, nodes, q.set.nodeTimeout, release, nil)
+		// A node whose acquire's reply was lost and that had nothing to
+		// release may still get that acquire, behind this release on
+		// another connection: it is released once more, lag later.
+		var again []int
+		for i, r := range out {
+			if r.err == nil && !r.val && lost[i] {
+				again = append(again, i)
+			}
+		}
+		if len(again) > 0 {
+			if err := family.Sleep(ctx, lag); err != nil {
+				return err
+			}
+			sub := make([]node, len(again))
+			for j, i := range again {
+				sub[j], lost[i] = nodes[i], false
+			}
+			for j, r := range fanout(ctx, sub, q.set.nodeTimeout, release, nil) {
+				out[again[j]] = r
+			}
+		}
 		var errs []error
 		var left []node
-		var leftGranted []bool
+		var leftGranted, leftLost []bool
 		for i, r := range out {
 			if r.err == nil || (r.sent != family.Ran && nodes[i].probe.Unreachable(ctx)) {
 				continue
 			}
-			left, leftGranted = append(left, nodes[i]), append(leftGranted, granted[i])
+			left, leftGranted, leftLost = append(left, nodes[i]), append(leftGranted, granted[i]), append(leftLost, lost[i])
 			if granted[i] {
 				errs = append(errs, fmt.Errorf("release after failed acquire: %w", r.err))
 			}
 		}
-		nodes, granted = left, leftGranted
+		nodes, granted, lost = left, leftGranted, leftLost
 		switch {
 		case len(errs) > 0:
 			return sentinel.Join(errs...)
@@ -197,6 +221,11 @@ func (a *attempt) releaseAfter(ctx context.Context, holder string, reacquire boo
 	}
 	return err
 }
+
+// lostCallLag is how long after a cleanup's first release a call whose
+// reply was lost is taken to have reached its node, if it ever does; at
+// least the node timeout, which bounds the call on this side.
+const lostCallLag = 25 * time.Millisecond
 
 // errRetry makes Detach retry a cleanup that failed only on nodes whose
 // acquire had failed too: nothing to report, but something to undo.
