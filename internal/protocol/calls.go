@@ -55,6 +55,11 @@ type Try struct {
 	// Attempt, for a fair try, queues the holder under this attempt when
 	// the lock is not got; 0 tries without queueing (TryAcquire).
 	Attempt Attempt
+
+	// ticketTTL, when not 0, is the ticket lifetime passed to the script
+	// instead of TicketTTL (and so bounds the claim window): only for the
+	// model's replay, whose ticks stand for 10s (export_test.go).
+	ticketTTL time.Duration
 }
 
 // Outcome is what a try found.
@@ -96,8 +101,12 @@ func (t Try) call(k Keys) call {
 		if t.Attempt != 0 {
 			a = t.Attempt.String()
 		}
+		tt := ticketTTLArg
+		if t.ticketTTL != 0 {
+			tt = ms(t.ticketTTL)
+		}
 		args := t.Counter.appendArgs(append(make([]any, 0, 6), t.Holder, ms(t.TTL)))
-		return call{acquireFair, k.fair(), append(args, ticketTTLArg, a)}
+		return call{acquireFair, k.fair(), append(args, tt, a)}
 	}
 	args := t.Counter.appendArgs(append(make([]any, 0, 5), t.Holder, ms(t.TTL)))
 	return call{acquire, k.lockCounter(), append(args, flag(!t.Unfenced))}

@@ -54,7 +54,6 @@ func (r *replayer) compare(s model.ServerStep, got *protocol.TryResult) error {
 	if err != nil {
 		return err
 	}
-	ttl := time.Duration(r.cfg.TTL) * tick
 	if got != nil {
 		outcome := [...]protocol.Outcome{model.Acquired: protocol.Acquired, model.Reacquired: protocol.Reacquired,
 			model.Held: protocol.Held, model.Queued: protocol.Reserved}[op.Reply]
@@ -92,11 +91,13 @@ func (r *replayer) compare(s model.ServerStep, got *protocol.TryResult) error {
 		if r.tokens[want.Lock.Seq] != v {
 			return mismatch("lock's seq %d, the model's %d is %d here", v, want.Lock.Seq, r.tokens[want.Lock.Seq])
 		}
+		// A script that set the ttl set it to the model's ticks left: the
+		// ttl, or the claim window for a handoff.
 		reset := op.Kind == model.OpTry && (op.Reply == model.Acquired || op.Reply == model.Reacquired) ||
-			op.Kind == model.OpRefresh && op.Reply == model.Refreshed || op.Handoff != nil
+			(op.Kind == model.OpRefresh || op.Kind == model.OpConfirm) && op.Reply == model.Refreshed || op.Handoff != nil
 		wantTTL := marker(want.Lock.Left)
 		if reset {
-			wantTTL = ttl
+			wantTTL = time.Duration(want.Lock.Left) * tick
 		}
 		if !near(k.lockTTL.Val(), wantTTL) {
 			return mismatch("lock's pttl %v, want about %v (reset: %v)", k.lockTTL.Val(), wantTTL, reset)
@@ -205,11 +206,14 @@ func (r *replayer) compareQueue(s model.ServerStep, k redisKeys) error {
 		if q.Left > 0 && tk.Attempt != protocol.Attempt(q.Attempt) {
 			return mismatch("ticket of %s has attempt %d, the model's %d", h, tk.Attempt, q.Attempt)
 		}
+		if q.Left > 0 && tk.TTL != time.Duration(q.Claim)*tick {
+			return mismatch("ticket of %s %q hands the lock over for %v, the model's claim %d ticks", h, raw, tk.TTL, q.Claim)
+		}
 		aligned, had := r.tickets[h]
 		switch {
 		case renewing && q.Holder == op.Holder:
-			if raw == aligned || tk.Expires.Sub(now) > protocol.TicketTTL || tk.TTL != time.Duration(r.cfg.TTL)*tick {
-				return mismatch("ticket of %s %q not renewed (was %q)", h, raw, aligned)
+			if raw == aligned || !near(tk.Expires.Sub(now), time.Duration(q.Left)*tick) {
+				return mismatch("ticket of %s %q not renewed for the model's %d ticks (was %q)", h, raw, q.Left, aligned)
 			}
 		case !had || raw != aligned:
 			return mismatch("ticket of %s is %q, was %q: changed by a step the model says left it", h, raw, aligned)
@@ -219,7 +223,11 @@ func (r *replayer) compareQueue(s model.ServerStep, k redisKeys) error {
 		return nil
 	}
 	for _, d := range []time.Duration{k.queueTTL.Val(), k.ticketsTTL.Val()} {
-		if renewing && (d <= 0 || d > protocol.TicketTTL) || !renewing && !near(d, marker(want.QueueLeft)) {
+		wantTTL := marker(want.QueueLeft)
+		if renewing {
+			wantTTL = time.Duration(want.QueueLeft) * tick
+		}
+		if !near(d, wantTTL) {
 			return mismatch("queue keys' pttl %v; renewed: %v; the model's %d ticks left", d, renewing, want.QueueLeft)
 		}
 	}

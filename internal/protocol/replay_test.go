@@ -18,30 +18,34 @@ import (
 // TestFixedWalks' kind) on the Redis of TestMain, one script call for each
 // step in which the model's server runs a script, through this package's
 // Go functions (Acquire with a fair Try and an attempt, Unlock, Leave,
-// Refresh, Advance), and compares the Redis keys with the model's server
+// Refresh for a handoff's refresh and a claimed lease's confirm, Advance),
+// and compares the Redis keys with the model's server
 // after every step. It fails on the first step where they differ, with the
 // walk's trace up to that step.
 //
 // Time. The scripts read Redis TIME and Redis expires keys by its own
 // clock; the model's clock is ticks. The replay does not sleep: a tick is
 // D = 10s of ttl (the lock's ttl is cfg.TTL*D, the counter's
-// cfg.CounterTTL*D), so nothing expires by itself during a walk, and a
+// cfg.CounterTTL*D, and the fair try passes cfg.TicketTTL*D as the
+// ticket's lifetime instead of protocol.TicketTTL, so that the claim
+// window enqueue writes, min(ttl, ticket lifetime), is the model's claim
+// in ticks), so nothing expires by itself during a walk, and a
 // tick step is replayed as what the model says it did: a lock, counter or
 // queue that the model expires at that tick is deleted (DEL), a ticket
 // that it expires is rewritten with an expiry in the past. Before every
 // script call the replay sets each key's remaining ttl (PEXPIRE) and each
 // live ticket's expiry to the model's ticks left plus half a tick, so
-// that after the call a ttl the script reset (a whole ttl) is told from
-// one it kept (a half tick more), and a held try's PTTL reads as the
-// model's ticks. Tickets last protocol.TicketTTL (2s) from their renewal,
-// whatever the model's TicketTTL: a step that renews one is checked to
-// have done so, not for how long.
+// that after the call a ttl the script set (a whole number of ticks: the
+// ttl, or the claim for a handoff) is told from one it kept (a half tick
+// more), and a held try's PTTL reads as the model's ticks.
 //
-// Compared after every step: the lock's holder and token, and whether
-// its ttl was reset or kept; the counter's presence, value, and whether
+// Compared after every step: the lock's holder and token, and its ttl:
+// kept, or set to the model's ticks (the ttl, or the claim window after a
+// handoff); the counter's presence, value, and whether
 // it has a ttl; the queue's holders in order; each ticket's liveness, its
-// attempt, and whether it was renewed or kept; whether the queue keys'
-// ttl was renewed; each try's and refresh's reply (outcome, token, PTTL
+// attempt, its ttl field (the model's claim), and whether it was renewed
+// for the model's ticket lifetime or kept; the queue keys' ttl, renewed
+// with it or kept; each try's, refresh's and confirm's reply (outcome, token, PTTL
 // in ticks), each release's and leave's result, and each handoff message
 // (holder, token, attempt; a message the model did not publish shows as
 // the wrong next message, or at the end of the walk).
@@ -51,8 +55,7 @@ import (
 // real ones that must keep their order (a token above another in the
 // model is above it in Redis) and, without the clock floor, their steps
 // (a token one above the counter in the model is one above it in Redis).
-// Not compared: the amounts of ttls (only their class), the counter's
-// ttl amount (advance.lua resets the ttl of a counter it lifts, the model
+// Not compared: the counter's ttl amount (advance.lua resets the ttl of a counter it lifts, the model
 // keeps its expiry: on the safe side, and not seen here), and clients:
 // the client side of the model (wait.go's loop) is not the code here.
 func TestModelReplay(t *testing.T) {
@@ -72,6 +75,11 @@ func TestModelReplay(t *testing.T) {
 		// One holder id per client (lease.WithHolder): leave does not pass on.
 		{"same holder", model.Config{Variant: model.Fixed, Clients: 3, Acquisitions: 3, ReuseHolder: true, TTL: 2, TicketTTL: 3, Horizon: 30,
 			Leaves: 2, Duplicates: 1, CounterTTL: 3}, 100},
+		// The ttl above the ticket lifetime (model.TestFixedWalks' second
+		// configuration): a handoff sets the lock for the claim window
+		// only, and the lease confirms it to its ttl.
+		{"claim", model.Config{Variant: model.Fixed, Clients: 4, Acquisitions: 3, MaxTries: 4, TTL: 8, TicketTTL: 3, Poll: 1, Horizon: 30,
+			Losses: 2, Duplicates: 2, Leaves: 2, Deaths: 1, Restarts: 1, Advances: 1, ClockFloor: true, CounterTTL: 5}, 150},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -94,6 +102,9 @@ func TestModelReplay(t *testing.T) {
 			}
 			if cfg.CounterTTL > 0 {
 				need = append(need, "counter expired")
+			}
+			if cfg.TTL > cfg.TicketTTL {
+				need = append(need, "claimed handoff", "confirmed", "confirm failed")
 			}
 			for _, e := range need {
 				if seen[e] == 0 {
@@ -126,7 +137,7 @@ func replayWalk(t *testing.T, cfg model.Config, seed uint64, seen map[string]int
 		if s.Op.Kind == model.OpNone {
 			return nil
 		}
-		for _, e := range events(s) {
+		for _, e := range events(cfg, s) {
 			seen[e]++
 		}
 		return r.step(s)
@@ -151,7 +162,7 @@ func replayWalk(t *testing.T, cfg model.Config, seed uint64, seen map[string]int
 
 // events names what server step s did, for the test to see that the
 // paths it means to compare were taken.
-func events(s model.ServerStep) []string {
+func events(cfg model.Config, s model.ServerStep) []string {
 	var e []string
 	op := s.Op
 	switch op.Kind {
@@ -173,12 +184,17 @@ func events(s model.ServerStep) []string {
 		e = append(e, "advance")
 	case model.OpTry, model.OpRefresh:
 		e = append(e, op.Reply.String())
+	case model.OpConfirm:
+		e = append(e, map[model.ReplyKind]string{model.Refreshed: "confirmed", model.RefreshFailed: "confirm failed"}[op.Reply])
 	}
 	if op.Released {
 		e = append(e, "released")
 	}
 	if op.Handoff != nil {
 		e = append(e, "handoff")
+		if l := s.After.Lock; l != nil && l.Left < cfg.TTL {
+			e = append(e, "claimed handoff")
+		}
 	}
 	return e
 }
@@ -230,6 +246,7 @@ func (r *replayer) step(s model.ServerStep) error {
 	case model.OpTry:
 		try := protocol.Try{Holder: r.holder(op.Holder), TTL: time.Duration(r.cfg.TTL) * tick, Counter: r.counter,
 			Fair: true, Attempt: protocol.Attempt(op.Attempt)}
+		try = protocol.WithTicketTTL(try, time.Duration(r.cfg.TicketTTL)*tick)
 		res, err := protocol.Acquire(r.ctx, rdb, r.k, try)
 		if err != nil {
 			return err
@@ -249,7 +266,7 @@ func (r *replayer) step(s model.ServerStep) error {
 		if ok != op.Released {
 			return mismatch("released %v, the model %v", ok, op.Released)
 		}
-	case model.OpRefresh:
+	case model.OpRefresh, model.OpConfirm:
 		var seq uint64
 		if op.Seq != 0 {
 			var known bool
@@ -262,7 +279,7 @@ func (r *replayer) step(s model.ServerStep) error {
 			return err
 		}
 		if ok != (op.Reply == model.Refreshed) {
-			return mismatch("refreshed %v, the model answered %s", ok, op.Reply)
+			return mismatch("refreshed %v, the model answered %s (confirm: %v)", ok, op.Reply, op.Kind == model.OpConfirm)
 		}
 	case model.OpAdvance:
 		// A floor above the clock is a point on the model's clock:

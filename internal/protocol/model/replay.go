@@ -17,7 +17,8 @@ const (
 	OpTry                   // acquire_fair.lua with an attempt (a waiting try)
 	OpRelease               // release_fair.lua
 	OpLeave                 // leave.lua
-	OpRefresh               // refresh.lua
+	OpRefresh               // refresh.lua: a handoff's refresh before Acquire returns
+	OpConfirm               // refresh.lua: a claimed lease's confirm to its whole ttl
 )
 
 // ReplyKind is a try's or refresh's answer.
@@ -40,14 +41,14 @@ func (k ReplyKind) String() string { return replyNames[k] }
 // Op is one step's script call and the model's answer to it.
 type Op struct {
 	Kind    OpKind
-	Holder  string // try, release, leave, refresh: the holder id, as traces name it ("B2")
+	Holder  string // try, release, leave, refresh, confirm: the holder id, as traces name it ("B2")
 	Attempt int    // try: the attempt id, unique within the walk (from 1)
-	Seq     int64  // refresh: the token Seq the lock value must have; 0 for any
+	Seq     int64  // refresh, confirm: the token Seq the lock value must have; 0 for any
 	PassOn  bool   // leave: hand on a lock that was handed to the holder
 	Floor   int64  // advance: the floor, the highest Seq issued or (Ahead) the clock plus Ahead ticks
 	Ahead   int    // advance above the clock: by this many ticks; 0 for the highest Seq issued
 
-	Reply    ReplyKind // try, refresh
+	Reply    ReplyKind // try; refresh and confirm: Refreshed or RefreshFailed
 	ReplySeq int64     // try: the token got
 	PTTL     int       // try answered Held: ticks until the lock expires
 	Released bool      // release, leave: the holder's lock was let go
@@ -85,11 +86,14 @@ type CounterKey struct {
 }
 
 // Ticket is a queue entry and its ticket. Left is 0 for an expired
-// ticket, which keeps its place until a script drops it; Attempt is then 0.
+// ticket, which keeps its place until a script drops it; Attempt and
+// Claim are then 0. Claim is the ticket's ttl: the ticks a handoff to it
+// sets the lock key for (the claim window, min(ttl, ticket lifetime)).
 type Ticket struct {
 	Holder  string
 	Left    int
 	Attempt int
+	Claim   int
 }
 
 // ServerStep is one step of a replayed walk.
@@ -155,23 +159,29 @@ func (m *machine) op(s, next *state, a action) Op {
 	r := s.reqs[a.idx]
 	op := Op{Holder: m.holderName(r.holder)}
 	switch r.kind {
-	case reqTry, reqRefresh:
+	case reqTry, reqRefresh, reqConfirm:
 		op.Kind, op.Attempt = OpTry, attemptID(r.client, r.attempt)
-		if r.kind == reqRefresh {
+		if r.kind != reqTry {
 			op.Kind, op.Attempt = OpRefresh, 0
+			if r.kind == reqConfirm {
+				op.Kind = OpConfirm
+			}
 			if m.cfg.Variant == Fixed && !m.cfg.RefreshByHolder {
 				op.Seq = r.seq
 			}
 		}
 		rep := m.last
 		op.Reply, op.ReplySeq, op.PTTL = [...]ReplyKind{repAcquired: Acquired, repReacquired: Reacquired,
-			repHeld: Held, repQueued: Queued, repRefreshed: Refreshed, repRefreshFailed: RefreshFailed}[rep.kind],
+			repHeld: Held, repQueued: Queued, repRefreshed: Refreshed, repRefreshFailed: RefreshFailed,
+			repConfirmed: Refreshed, repConfirmFailed: RefreshFailed}[rep.kind],
 			rep.seq, int(rep.pttl)
 		return op
 	case reqRelease:
 		op.Kind = OpRelease
 	case reqLeave:
 		op.Kind, op.PassOn = OpLeave, !m.cfg.ReuseHolder
+	default:
+		panic(sprintf("model: request kind %d has no script call in Replay", r.kind))
 	}
 	op.Released = s.srv.holder == r.holder && op.Kind == OpRelease || op.PassOn && s.srv.holder == r.holder
 	if h := next.srv.holder; op.Released && h != noHolder {
@@ -197,7 +207,7 @@ func (m *machine) server(s *state) Server {
 	for _, t := range v.queue[:v.nq] {
 		q := Ticket{Holder: m.holderName(t.holder)}
 		if t.exp != 0 {
-			q.Left, q.Attempt = int(t.exp)-now, attemptID(t.holder/8, t.attempt)
+			q.Left, q.Attempt, q.Claim = int(t.exp)-now, attemptID(t.holder/8, t.attempt), m.cfg.claim()
 		}
 		out.Queue = append(out.Queue, q)
 	}
