@@ -382,25 +382,3 @@ func (l *Life) expire() {
 	}
 	l.endLocked(fmt.Errorf("%w: %q: local deadline passed", l.cfg.Lost, l.tok.Key))
 }
-
-// keepAlive refreshes every period until the lease ends. Each refresh is
-// bounded by the period and by the deadline, so a refresh stuck on a dead
-// connection leaves time for another try before the lease is lost.
-func (l *Life) keepAlive(ttl, every time.Duration) {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-l.ctx.Done():
-			return
-		case <-t.C:
-		}
-		bound := time.Now().Add(every)
-		if d := l.Deadline(); d.Before(bound) {
-			bound = d
-		}
-		rctx, cancel := context.WithDeadline(l.ctx, bound)
-		_ = l.refresh(rctx, ttl, true) // a loss ends the lease; other failures retry next tick
-		cancel()
-	}
-}
