@@ -192,17 +192,24 @@ func (a *singleAttempt) undo(ctx context.Context, res protocol.TryResult) error 
 // leave takes the waiter out of the queue and, if passOn, lets go of the
 // lock under its holder id, in the background once ctx ends. After a lost
 // reply (lost), a leave that found nothing to release is made once more,
-// lostCallLag later: the lost call may reach the server behind the first
-// leave, which went out on another connection.
+// in the background, lostCallLag later: the lost call may reach the server
+// behind the first leave, which went out on another connection.
 func (a *singleAttempt) leave(ctx context.Context, passOn, lost bool) error {
 	s := a.s
+	leave := func(ctx context.Context) (bool, error) {
+		return protocol.Leave(ctx, s.rdb, a.keys, s.release(a.try.Holder), passOn)
+	}
 	return a.r.Pending.Detach(ctx, releaseTimeout, lifetime.CleanupBound(a.r.TTL), func(ctx context.Context) error {
-		released, err := protocol.Leave(ctx, s.rdb, a.keys, s.release(a.try.Holder), passOn)
+		released, err := leave(ctx)
 		if err == nil && !released && lost {
 			lost = false
-			if err = family.Sleep(ctx, lostCallLag); err == nil {
-				_, err = protocol.Leave(ctx, s.rdb, a.keys, s.release(a.try.Holder), passOn)
-			}
+			a.r.Pending.Go(func() {
+				ctx, cancel := context.WithTimeout(context.Background(), lostCallLag+releaseTimeout)
+				defer cancel()
+				if family.Sleep(ctx, lostCallLag) == nil {
+					_, _ = leave(ctx)
+				}
+			})
 		}
 		if err != nil && family.SentOf(err) != family.Ran && s.probe.Unreachable(ctx) {
 			return nil // the server is down: nothing to undo until it is back, and then the ttl does

@@ -171,29 +171,40 @@ func (a *attempt) releaseAfter(ctx context.Context, holder string, reacquire boo
 		return nil
 	}
 	release := releaseOp(a.keys, holder)
-	lag := max(q.set.nodeTimeout, lostCallLag)
-	err := a.r.Pending.Detach(ctx, q.set.nodeTimeout+lag, lifetime.CleanupBound(a.r.TTL), func(ctx context.Context) error {
+	var inFlight []<-chan struct{} // the calls of lost nodes that have not returned yet
+	for _, r := range rs {
+		if r.done != nil {
+			inFlight = append(inFlight, r.done)
+		}
+	}
+	err := a.r.Pending.Detach(ctx, q.set.nodeTimeout, lifetime.CleanupBound(a.r.TTL), func(ctx context.Context) error {
 		out := fanout(ctx, nodes, q.set.nodeTimeout, release, nil)
 		// A node whose acquire's reply was lost and that had nothing to
 		// release may still get that acquire, behind this release on
-		// another connection: it is released once more, lag later.
-		var again []int
+		// another connection: it is released once more, in the
+		// background, once the calls still in flight have returned here
+		// and lostCallLag has passed.
+		var again []node
 		for i, r := range out {
 			if r.err == nil && !r.val && lost[i] {
-				again = append(again, i)
+				again, lost[i] = append(again, nodes[i]), false
 			}
 		}
 		if len(again) > 0 {
-			if err := family.Sleep(ctx, lag); err != nil {
-				return err
-			}
-			sub := make([]node, len(again))
-			for j, i := range again {
-				sub[j], lost[i] = nodes[i], false
-			}
-			for j, r := range fanout(ctx, sub, q.set.nodeTimeout, release, nil) {
-				out[again[j]] = r
-			}
+			a.r.Pending.Go(func() {
+				bound, cancel := context.WithTimeout(context.Background(), lifetime.CleanupBound(a.r.TTL))
+				defer cancel()
+				for _, done := range inFlight {
+					select {
+					case <-done:
+					case <-bound.Done():
+						return
+					}
+				}
+				if family.Sleep(bound, lostCallLag) == nil {
+					fanout(bound, again, q.set.nodeTimeout, release, nil)
+				}
+			})
 		}
 		var errs []error
 		var left []node
@@ -222,9 +233,8 @@ func (a *attempt) releaseAfter(ctx context.Context, holder string, reacquire boo
 	return err
 }
 
-// lostCallLag is how long after a cleanup's first release a call whose
-// reply was lost is taken to have reached its node, if it ever does; at
-// least the node timeout, which bounds the call on this side.
+// lostCallLag is how long after a lost call returned here it is taken to
+// have reached its node, if it ever does.
 const lostCallLag = 25 * time.Millisecond
 
 // errRetry makes Detach retry a cleanup that failed only on nodes whose

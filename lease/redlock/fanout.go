@@ -48,6 +48,9 @@ type reply[T any] struct {
 	err  error
 	sent family.Sent
 	in   bool
+	// done, for a call still in flight when fanout returned, closes when
+	// it returns here; nil otherwise.
+	done <-chan struct{}
 }
 
 // call states of one node's call in fanout.
@@ -84,8 +87,11 @@ func fanout[T any](ctx context.Context, nodes []node, timeout time.Duration,
 	}
 	ch := make(chan answer, len(nodes))
 	state := make([]atomic.Int32, len(nodes))
+	done := make([]chan struct{}, len(nodes))
 	for i, n := range nodes {
+		done[i] = make(chan struct{})
 		go func() {
+			defer close(done[i])
 			select {
 			case n.slots <- struct{}{}:
 				defer func() { <-n.slots }()
@@ -137,9 +143,9 @@ collect:
 		if out[i].in {
 			continue
 		}
-		out[i].sent = family.MayHaveRun
+		out[i].sent, out[i].done = family.MayHaveRun, done[i]
 		if state[i].CompareAndSwap(waiting, dropped) {
-			out[i].sent = family.NotSent
+			out[i].sent, out[i].done = family.NotSent, nil
 		}
 		var cause error
 		if de := nodes[i].probe.Since(start); de != nil {
