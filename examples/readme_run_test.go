@@ -94,7 +94,11 @@ func TestREADMEProgramsAtOnce(t *testing.T) {
 					require.NoError(t, errs[i], "%s:%d: round %d, copy %d failed:\n%s", path, b.line, round, i+1, outs[i])
 				}
 				t.Logf("%s:%d: round %d: %q, %q", path, b.line, round, strings.TrimSpace(outs[0]), strings.TrimSpace(outs[1]))
-				assert.NotEqual(t, outs[0], outs[1], "%s:%d: each copy wrote once, the second after the first", path, b.line)
+				_, pg := env["DATABASE_URL"]
+				_, my := env["MYSQL_DSN"]
+				if pg || my { // a program whose storage is in-process has nothing to share
+					assert.NotEqual(t, outs[0], outs[1], "%s:%d: each copy wrote once, the second after the first", path, b.line)
+				}
 				for _, line := range b.output {
 					if line = strings.TrimSpace(line); line != "" {
 						assert.True(t, strings.Contains(outs[0], line) || strings.Contains(outs[1], line),
