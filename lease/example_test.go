@@ -4,17 +4,28 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/fencelock/fencelock/lease"
 )
 
-// The examples run against the Redis that TestMain starts; in your code,
-// pass your own redis.UniversalClient (standalone, Sentinel or Cluster).
+// The examples read the Redis to use from REDIS_URL (the test sets it to
+// the Redis TestMain starts); any redis.UniversalClient works (standalone,
+// Sentinel or Cluster).
 
 func ExampleClient_TryAcquire() {
 	ctx := context.Background()
-	locks, err := lease.New(shared)
+	opt, err := redis.ParseURL(os.Getenv("REDIS_URL"))
+	if err != nil {
+		panic(err)
+	}
+	opt.ContextTimeoutEnabled = true // context deadlines bound socket reads
+	rdb := redis.NewClient(opt)
+	defer rdb.Close()
+	locks, err := lease.New(rdb)
 	if err != nil {
 		panic(err)
 	}
@@ -36,7 +47,17 @@ func ExampleClient_TryAcquire() {
 
 func ExampleClient_Acquire() {
 	ctx := context.Background()
-	locks, _ := lease.New(shared)
+	opt, err := redis.ParseURL(os.Getenv("REDIS_URL"))
+	if err != nil {
+		panic(err)
+	}
+	opt.ContextTimeoutEnabled = true // context deadlines bound socket reads
+	rdb := redis.NewClient(opt)
+	defer rdb.Close()
+	locks, err := lease.New(rdb)
+	if err != nil {
+		panic(err)
+	}
 	first, _ := locks.TryAcquire(ctx, "example:invoice-42", 30*time.Second)
 
 	go func() {
@@ -57,7 +78,17 @@ func ExampleClient_Acquire() {
 
 func ExampleWithKeepAlive() {
 	ctx := context.Background()
-	locks, _ := lease.New(shared)
+	opt, err := redis.ParseURL(os.Getenv("REDIS_URL"))
+	if err != nil {
+		panic(err)
+	}
+	opt.ContextTimeoutEnabled = true // context deadlines bound socket reads
+	rdb := redis.NewClient(opt)
+	defer rdb.Close()
+	locks, err := lease.New(rdb)
+	if err != nil {
+		panic(err)
+	}
 	l, err := locks.TryAcquire(ctx, "example:job", 300*time.Millisecond, lease.WithKeepAlive(0))
 	if err != nil {
 		panic(err)
@@ -75,7 +106,17 @@ func ExampleWithKeepAlive() {
 
 func ExampleClient_Inspect() {
 	ctx := context.Background()
-	locks, _ := lease.New(shared)
+	opt, err := redis.ParseURL(os.Getenv("REDIS_URL"))
+	if err != nil {
+		panic(err)
+	}
+	opt.ContextTimeoutEnabled = true // context deadlines bound socket reads
+	rdb := redis.NewClient(opt)
+	defer rdb.Close()
+	locks, err := lease.New(rdb)
+	if err != nil {
+		panic(err)
+	}
 	l, _ := locks.TryAcquire(ctx, "example:inspect", time.Minute)
 	defer l.Release(ctx)
 
@@ -89,7 +130,17 @@ func ExampleClient_Inspect() {
 
 func ExampleClient_Advance() {
 	ctx := context.Background()
-	locks, _ := lease.New(shared)
+	opt, err := redis.ParseURL(os.Getenv("REDIS_URL"))
+	if err != nil {
+		panic(err)
+	}
+	opt.ContextTimeoutEnabled = true // context deadlines bound socket reads
+	rdb := redis.NewClient(opt)
+	defer rdb.Close()
+	locks, err := lease.New(rdb)
+	if err != nil {
+		panic(err)
+	}
 	// A verifier reported that the storage has seen Seq 5000 for this lock:
 	// the counter went backwards (say, Redis restarted without persistence).
 	if _, err := locks.Advance(ctx, "example:advance", 5000); err != nil {
@@ -103,7 +154,17 @@ func ExampleClient_Advance() {
 
 func ExampleWithHolder() {
 	ctx := context.Background()
-	locks, _ := lease.New(shared)
+	opt, err := redis.ParseURL(os.Getenv("REDIS_URL"))
+	if err != nil {
+		panic(err)
+	}
+	opt.ContextTimeoutEnabled = true // context deadlines bound socket reads
+	rdb := redis.NewClient(opt)
+	defer rdb.Close()
+	locks, err := lease.New(rdb)
+	if err != nil {
+		panic(err)
+	}
 	l, _ := locks.TryAcquire(ctx, "example:restart", time.Minute)
 	saved := l.Holder() // persisted by the process before it restarted
 

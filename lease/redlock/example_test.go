@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -14,16 +16,20 @@ import (
 	"github.com/fencelock/fencelock/verifier"
 )
 
-// The examples run against the five Redis masters that TestMain starts; in
-// your code, pass clients for your own independent masters. They allow each
-// node a whole second (the default is 50ms) only because the machine that
-// runs them may be busy.
+// The examples read their masters from REDLOCK_URLS (the test sets it to
+// the five Redis masters TestMain starts); pass your own independent ones.
+// They allow each node a whole second (the default is 50ms) only because
+// the machine that runs them may be busy.
 
 func ExampleNew() {
 	var nodes []*redis.Client
-	for _, r := range shared {
+	for _, url := range strings.Split(os.Getenv("REDLOCK_URLS"), ",") {
+		opt, err := redis.ParseURL(url)
+		if err != nil {
+			panic(err)
+		}
 		nodes = append(nodes, redis.NewClient(&redis.Options{
-			Addr:                  r.Addr(),
+			Addr:                  opt.Addr,
 			ContextTimeoutEnabled: true, // a node that misses the node timeout is let go at once
 			MaxRetries:            -1,   // redlock's next attempt is the retry
 			DialerRetries:         1,
@@ -52,7 +58,17 @@ func ExampleNew() {
 
 func Example_tryAcquire() {
 	ctx := context.Background()
-	locks, _ := redlock.New(sharedRDB, redlock.WithNodeTimeout(time.Second))
+	var nodes []*redis.Client
+	for _, url := range strings.Split(os.Getenv("REDLOCK_URLS"), ",") {
+		opt, err := redis.ParseURL(url)
+		if err != nil {
+			panic(err)
+		}
+		opt.ContextTimeoutEnabled, opt.MaxRetries, opt.DialerRetries = true, -1, 1
+		nodes = append(nodes, redis.NewClient(opt))
+		defer nodes[len(nodes)-1].Close()
+	}
+	locks, _ := redlock.New(nodes, redlock.WithNodeTimeout(time.Second))
 	l, err := locks.TryAcquire(ctx, "example:nightly-report", 30*time.Second)
 	if err != nil {
 		panic(err)
@@ -70,7 +86,17 @@ func Example_tryAcquire() {
 
 func Example_acquire() {
 	ctx := context.Background()
-	locks, _ := redlock.New(sharedRDB, redlock.WithQuorumFencing(true), redlock.WithNodeTimeout(time.Second))
+	var nodes []*redis.Client
+	for _, url := range strings.Split(os.Getenv("REDLOCK_URLS"), ",") {
+		opt, err := redis.ParseURL(url)
+		if err != nil {
+			panic(err)
+		}
+		opt.ContextTimeoutEnabled, opt.MaxRetries, opt.DialerRetries = true, -1, 1
+		nodes = append(nodes, redis.NewClient(opt))
+		defer nodes[len(nodes)-1].Close()
+	}
+	locks, _ := redlock.New(nodes, redlock.WithQuorumFencing(true), redlock.WithNodeTimeout(time.Second))
 	first, _ := locks.TryAcquire(ctx, "example:rebuild-index", 30*time.Second)
 
 	go func() {
@@ -94,7 +120,17 @@ func Example_acquire() {
 // whose lease ran out while it was paused.
 func Example_leaseToken() {
 	ctx := context.Background()
-	locks, _ := redlock.New(sharedRDB, redlock.WithQuorumFencing(true), redlock.WithNodeTimeout(time.Second))
+	var nodes []*redis.Client
+	for _, url := range strings.Split(os.Getenv("REDLOCK_URLS"), ",") {
+		opt, err := redis.ParseURL(url)
+		if err != nil {
+			panic(err)
+		}
+		opt.ContextTimeoutEnabled, opt.MaxRetries, opt.DialerRetries = true, -1, 1
+		nodes = append(nodes, redis.NewClient(opt))
+		defer nodes[len(nodes)-1].Close()
+	}
+	locks, _ := redlock.New(nodes, redlock.WithQuorumFencing(true), redlock.WithNodeTimeout(time.Second))
 	store := verifier.NewMemory() // stands in for the storage's own check
 	write := func(tok fence.Token) error {
 		return store.Do(ctx, "example:balance", tok, func() error { return nil /* the write */ })
@@ -114,7 +150,17 @@ func Example_leaseToken() {
 
 func Example_keepAlive() {
 	ctx := context.Background()
-	locks, _ := redlock.New(sharedRDB, redlock.WithNodeTimeout(time.Second))
+	var nodes []*redis.Client
+	for _, url := range strings.Split(os.Getenv("REDLOCK_URLS"), ",") {
+		opt, err := redis.ParseURL(url)
+		if err != nil {
+			panic(err)
+		}
+		opt.ContextTimeoutEnabled, opt.MaxRetries, opt.DialerRetries = true, -1, 1
+		nodes = append(nodes, redis.NewClient(opt))
+		defer nodes[len(nodes)-1].Close()
+	}
+	locks, _ := redlock.New(nodes, redlock.WithNodeTimeout(time.Second))
 	l, err := locks.TryAcquire(ctx, "example:long-job", time.Second, lease.WithKeepAlive(0))
 	if err != nil {
 		panic(err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -33,9 +34,12 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	shared = rs
+	var urls []string
 	for _, r := range rs {
 		sharedRDB = append(sharedRDB, dial(r))
+		urls = append(urls, r.URL())
 	}
+	os.Setenv("REDLOCK_URLS", strings.Join(urls, ",")) // the examples read it, as a program would
 	code := m.Run()
 	for i, r := range rs {
 		sharedRDB[i].Close()
