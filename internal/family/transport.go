@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/fencelock/fencelock/internal/sentinel"
 )
 
 // Sent is what a call did to the server, as far as the caller can know.
@@ -58,7 +60,7 @@ var errSkipped = errors.New("not sent: the context had ended")
 func Call[T any](ctx context.Context, call func(context.Context) (T, error)) (T, Sent, error) {
 	if err := ctx.Err(); err != nil {
 		var zero T
-		return zero, NotSent, errors.Join(err, errSkipped)
+		return zero, NotSent, sentinel.Join(err, errSkipped)
 	}
 	v, err := call(ctx)
 	return v, SentOf(err), err

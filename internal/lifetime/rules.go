@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/fencelock/fencelock/internal/sentinel"
 )
 
 // DriftFloor is added to every drift allowance, as in the Redlock
@@ -88,7 +90,7 @@ func WithCtx(ctx context.Context, err error) error {
 		return nil
 	}
 	if ce := Ended(ctx); ce != nil && !errors.Is(err, ce) {
-		return errors.Join(err, ce)
+		return sentinel.Join(err, ce)
 	}
 	return err
 }

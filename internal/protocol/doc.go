@@ -26,7 +26,8 @@
 //	PREFIX{NAME}:fence    the counter: the last Seq issued (see the counter rule)
 //	PREFIX{NAME}:queue    fair waiters by arrival (sorted set); expires with the last ticket
 //	PREFIX{NAME}:tickets  fair waiters' tickets (hash, see [Ticket]); likewise
-//	PREFIX{NAME}:release  the pub/sub channel: one [Message] per release
+//	PREFIX{NAME}:release  the pub/sub channel: a [Message] per release that wakes or
+//	                      hands over (a fair release with nobody queued publishes none)
 //
 // # Steps
 //

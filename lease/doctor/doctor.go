@@ -2,13 +2,14 @@ package doctor
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"sync"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/fencelock/fencelock/internal/sentinel"
 )
 
 // Severity is how much a finding matters.
@@ -166,7 +167,7 @@ func Check(ctx context.Context, rdb redis.UniversalClient, opts ...Option) ([]Fi
 		}
 		errs = append(errs, err)
 	}
-	return merge(findings), errors.Join(errs...)
+	return merge(findings), sentinel.Join(errs...)
 }
 
 // serverName is n's address. A Sentinel client's is not in its options:
