@@ -15,6 +15,7 @@ import (
 	"github.com/fencelock/fencelock/fence"
 	"github.com/fencelock/fencelock/internal/testenv"
 	"github.com/fencelock/fencelock/lease"
+	"github.com/fencelock/fencelock/lease/redlock"
 )
 
 // The lock's keys as package lease documents them (prefix "fencelock:").
@@ -37,9 +38,24 @@ func campaign(t *testing.T, ctx context.Context, e *election.Election) *election
 }
 
 func TestResignHandsOverToAHigherTerm(t *testing.T) {
+	t.Run("one Redis", func(t *testing.T) { resignHandsOver(t, newClient(t)) })
+	t.Run("Redlock", func(t *testing.T) {
+		// Three masters of its own, quorum fencing: the terms are tokens a
+		// verifier checks, as on one Redis.
+		var nodes []*redis.Client
+		for _, r := range testenv.NewRedisN(t, 3) {
+			nodes = append(nodes, testenv.CtxClient(t, r.Addr(), 1))
+		}
+		c, err := redlock.New(nodes, redlock.WithQuorumFencing(true), redlock.WithNodeTimeout(time.Second))
+		require.NoError(t, err)
+		resignHandsOver(t, c)
+	})
+}
+
+func resignHandsOver(t *testing.T, c *lease.Client) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	e := newElection(t, newClient(t), 10*time.Second)
+	e := newElection(t, c, 10*time.Second)
 	first := campaign(t, ctx, e)
 	lead, err := e.Leader(ctx)
 	require.NoError(t, err)
