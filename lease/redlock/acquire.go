@@ -115,16 +115,16 @@ func (a *attempt) Try(ctx context.Context) (*family.Grant, family.Miss, error) {
 	return nil, m, sentinel.Join(why, failed(rs), cleanup)
 }
 
-func acquireOp(k protocol.Keys, t protocol.Try, reacquire bool) func(context.Context, node) (protocol.TryResult, error) {
+func acquireOp(k protocol.Keys, t protocol.Try, reacquire bool) func(context.Context, node, family.Conn) (protocol.TryResult, error) {
 	if t.Unfenced && !reacquire {
 		// No counter and nothing to compare: a plain SET NX PX is enough,
 		// and cheaper for the node than a script.
-		return func(ctx context.Context, n node) (protocol.TryResult, error) {
-			return protocol.AcquireUnfenced(ctx, n.rdb, k, t.Holder, t.TTL)
+		return func(ctx context.Context, n node, c family.Conn) (protocol.TryResult, error) {
+			return protocol.AcquireUnfenced(ctx, c, k, t.Holder, t.TTL)
 		}
 	}
-	return func(ctx context.Context, n node) (protocol.TryResult, error) {
-		return protocol.Acquire(ctx, n.rdb, k, t)
+	return func(ctx context.Context, n node, c family.Conn) (protocol.TryResult, error) {
+		return protocol.Acquire(ctx, c, k, t)
 	}
 }
 

@@ -20,24 +20,19 @@ type node struct {
 	rdb    redis.UniversalClient
 	notify *notify.Notifier // its waiters' pub/sub, whose mode its releases follow
 	probe  *family.Prober   // tells a node that refuses connections from a slow one
-	// slots bounds the calls in flight to the node by its client's pool
-	// size: a call waits for a slot before its node timeout starts, so a
-	// burst of waiters queues here instead of timing out in go-redis's
-	// pool.
-	slots chan struct{}
+	// tr batches the concurrent calls to the node into pipelines (at most
+	// two in flight), so a burst of waiters costs a few round trips
+	// instead of queueing for go-redis's pool; it says what each sent.
+	tr *family.Transport
 }
 
 func newNode(addr string, rdb redis.UniversalClient) node {
-	size := defaultSlots
-	if c, ok := rdb.(*redis.Client); ok && c.Options().PoolSize > 0 {
-		size = c.Options().PoolSize
-	}
-	return node{addr: addr, rdb: rdb, notify: notify.New(rdb), probe: family.NewProber(rdb), slots: make(chan struct{}, size)}
+	return node{addr: addr, rdb: rdb, notify: notify.New(rdb), probe: family.NewProber(rdb), tr: family.NewTransport(rdb, batching)}
 }
 
-// defaultSlots bounds the calls in flight to a node whose pool size is not
-// known.
-const defaultSlots = 64
+// batching is whether nodes batch their calls; the benchmarks turn it off
+// to measure what it gains.
+var batching = true
 
 // reply is one node's answer to a fanned-out call. err is nil when the node
 // answered val, else a *NodeError. sent says what the call did: a call that
@@ -57,9 +52,9 @@ const (
 	dropped              // fanout stopped waiting first: it will not be made
 )
 
-// fanout calls op on every node at once and collects the answers. Each call
-// waits for one of its node's slots, then runs under ctx and a deadline
-// timeout away; fanout returns when every node has answered, when ctx
+// fanout calls op on every node at once, through the node's transport, and
+// collects the answers. Each call runs under ctx and a deadline timeout
+// away; fanout returns when every node has answered, when ctx
 // ends, or as soon as settled (if not nil) reports, given the replies so
 // far, that the outcome cannot change. Replies not in by then carry a
 // *NodeError wrapping ErrNodeTimeout, or ctx.Err() when the caller's
@@ -70,7 +65,7 @@ const (
 // The calls still running are cancelled and left to finish on their own
 // goroutines; they send into a buffered channel, so they never block.
 func fanout[T any](ctx context.Context, nodes []node, timeout time.Duration,
-	op func(context.Context, node) (T, error), settled func([]reply[T]) bool,
+	op func(context.Context, node, family.Conn) (T, error), settled func([]reply[T]) bool,
 ) []reply[T] {
 	parent, start := ctx, time.Now()
 	ctx, cancel := context.WithCancel(ctx)
@@ -86,21 +81,14 @@ func fanout[T any](ctx context.Context, nodes []node, timeout time.Duration,
 	state := make([]atomic.Int32, len(nodes))
 	for i, n := range nodes {
 		go func() {
-			select {
-			case n.slots <- struct{}{}:
-				defer func() { <-n.slots }()
-			case <-ctx.Done():
-				if state[i].CompareAndSwap(waiting, dropped) {
-					ch <- answer{i: i, sent: family.NotSent, err: ctx.Err()}
-				}
-				return
-			}
 			if !state[i].CompareAndSwap(waiting, making) {
 				return // fanout is gone: the call is never made
 			}
 			cctx, ccancel := context.WithTimeout(ctx, timeout)
 			defer ccancel()
-			v, sent, err := family.Watch(cctx, n.probe, min(timeout/2, family.ProbeAfter), func(ctx context.Context) (T, error) { return op(ctx, n) })
+			v, sent, err := family.Watch(cctx, n.probe, min(timeout/2, family.ProbeAfter), func(ctx context.Context) (T, family.Sent, error) {
+				return family.Send(ctx, n.tr, func(ctx context.Context, c family.Conn) (T, error) { return op(ctx, n, c) })
+			})
 			ch <- answer{i, v, sent, err}
 		}()
 	}
