@@ -204,6 +204,9 @@ func (a *singleAttempt) leave(ctx context.Context, passOn bool) error {
 	s := a.s
 	return a.r.Pending.Detach(ctx, releaseTimeout, lifetime.CleanupBound(a.r.TTL), func(ctx context.Context) error {
 		_, sent, err := family.Send(ctx, s.tr, func(ctx context.Context, c family.Conn) (bool, error) {
+			if err := s.tr.Settle(ctx); err != nil {
+				return false, err // not sent: the next attempt settles again
+			}
 			return protocol.Leave(ctx, c, a.keys, s.release(a.try.Holder), passOn)
 		})
 		if err != nil && sent != family.Ran && s.probe.Unreachable(ctx) {

@@ -42,6 +42,7 @@ type Transport struct {
 	quit    chan struct{} // closed by Close
 	closed  bool
 	running sync.WaitGroup // sender goroutines
+	flying  map[chan struct{}]struct{} // a channel per pipeline in flight, closed when it ends
 }
 
 // maxInFlight is how many pipelines (or direct calls) one Transport has in
@@ -204,8 +205,13 @@ func (t *Transport) send() {
 	for {
 		t.mu.Lock()
 		if batch := t.take(); len(batch) > 0 {
+			flying := make(chan struct{})
+			if t.flying == nil {
+				t.flying = make(map[chan struct{}]struct{})
+			}
+			t.flying[flying] = struct{}{}
 			t.mu.Unlock()
-			t.exec(batch)
+			t.exec(batch, flying)
 			idle.Reset(senderIdle)
 			continue
 		}
@@ -237,9 +243,38 @@ func (t *Transport) send() {
 	}
 }
 
+// Settle waits until the pipelines in flight now have ended, or ctx has
+// (then it returns ctx.Err()). A call that undoes one whose caller left it
+// in flight (MayHaveRun) settles first: a sender may not even have written
+// the lost call yet, and the undo, sent on another connection, would
+// overtake it and find nothing to undo.
+func (t *Transport) Settle(ctx context.Context) error {
+	t.mu.Lock()
+	var wait []chan struct{}
+	for ch := range t.flying {
+		wait = append(wait, ch)
+	}
+	t.mu.Unlock()
+	for _, ch := range wait {
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
 // exec sends batch as one pipeline through the caller's client and hands
-// every caller its replies.
-func (t *Transport) exec(batch []*call) {
+// every caller its replies. take marked batch taken under t.mu, and exec is
+// counted in flight under the same hold (see send).
+func (t *Transport) exec(batch []*call, flying chan struct{}) {
+	defer func() {
+		t.mu.Lock()
+		delete(t.flying, flying)
+		t.mu.Unlock()
+		close(flying)
+	}()
 	ctx, cancel := pipelineContext(batch)
 	defer cancel()
 	_, _ = t.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {

@@ -168,7 +168,7 @@ func (a *attempt) releaseAfter(ctx context.Context, holder string, reacquire boo
 	if len(nodes) == 0 {
 		return nil
 	}
-	release := releaseOp(a.keys, holder)
+	release := settled(releaseOp(a.keys, holder))
 	err := a.r.Pending.Detach(ctx, q.set.nodeTimeout, lifetime.CleanupBound(a.r.TTL), func(ctx context.Context) error {
 		out := fanout(ctx, nodes, q.set.nodeTimeout, release, nil)
 		var errs []error
@@ -205,7 +205,7 @@ var errRetry = errors.New("redlock: cleanup incomplete")
 // releaseInBackground releases the lock on nodes without making the caller
 // wait, bounded by the node timeout: the cleanup after a lost lease.
 func (q *quorum) releaseInBackground(ctx context.Context, p *lifetime.Pending, k protocol.Keys, holder string) {
-	p.Go(func() { fanout(context.WithoutCancel(ctx), q.nodes, q.set.nodeTimeout, releaseOp(k, holder), nil) })
+	p.Go(func() { fanout(context.WithoutCancel(ctx), q.nodes, q.set.nodeTimeout, settled(releaseOp(k, holder)), nil) })
 }
 
 // slow reports whether a node only did not answer in time: a node timeout

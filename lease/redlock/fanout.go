@@ -181,3 +181,16 @@ func failed[T any](rs []reply[T]) error {
 	}
 	return sentinel.Join(errs...)
 }
+
+// settled returns op, sent only once the node's pipelines in flight have
+// ended (family.Transport.Settle): op undoes a call that may still be in
+// one, not yet written, and would overtake it on another connection.
+func settled[T any](op func(context.Context, node, family.Conn) (T, error)) func(context.Context, node, family.Conn) (T, error) {
+	return func(ctx context.Context, n node, c family.Conn) (T, error) {
+		if err := n.tr.Settle(ctx); err != nil {
+			var zero T
+			return zero, err // not sent
+		}
+		return op(ctx, n, c)
+	}
+}
