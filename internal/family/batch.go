@@ -93,7 +93,6 @@ type call struct {
 	cmds  []redis.Cmder
 	done  chan struct{}
 	taken bool // a sender took it into a pipeline; guarded by Transport.mu
-	left  bool // its caller left before; guarded by Transport.mu
 }
 
 // direct reports whether a call goes out directly, on its caller's
@@ -140,17 +139,34 @@ func (t *Transport) wait(ctx context.Context, cmds []redis.Cmder) (Sent, error) 
 	t.mu.Unlock()
 	select {
 	case <-cl.done:
-		return replied(cmds), nil
+		sent := replied(cmds)
+		if sent != MayHaveRun || !atDeadline(ctx) {
+			return sent, nil
+		}
+		// The pipeline ran out of time at this caller's deadline, the
+		// latest of its callers', a moment before the caller's context
+		// did: the caller returns its context's error, as the others.
+		<-ctx.Done()
+		return MayHaveRun, ctx.Err()
 	case <-ctx.Done():
 	}
 	t.mu.Lock()
 	taken := cl.taken
-	cl.left = !taken
+	if !taken {
+		t.queue = slices.DeleteFunc(t.queue, func(q *call) bool { return q == cl })
+	}
 	t.mu.Unlock()
 	if !taken {
 		return NotSent, errors.Join(ctx.Err(), errSkipped)
 	}
 	return MayHaveRun, ctx.Err()
+}
+
+// atDeadline reports whether ctx's deadline is at most a millisecond
+// away: a socket timeout set to it fires a moment before ctx ends.
+func atDeadline(ctx context.Context) bool {
+	d, ok := ctx.Deadline()
+	return ok && time.Until(d) < time.Millisecond
 }
 
 // replied is what commands that got their replies did: the rule of SentOf
@@ -185,7 +201,7 @@ func (t *Transport) kick() {
 func (t *Transport) take() []*call {
 	var batch []*call
 	for _, cl := range t.queue {
-		if !cl.left && cl.ctx.Err() == nil {
+		if cl.ctx.Err() == nil {
 			cl.taken = true
 			batch = append(batch, cl)
 		}

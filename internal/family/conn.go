@@ -57,7 +57,14 @@ func (c *conn) script(ctx context.Context, viaClient func() *redis.Cmd, args ...
 			defer c.t.undirect()
 		}
 		cmd := viaClient()
-		c.note(SentOf(cmd.Err()))
+		sent := SentOf(cmd.Err())
+		c.note(sent)
+		if sent == MayHaveRun && atDeadline(ctx) {
+			// As a batched caller's: its context's error, not the socket
+			// timeout that fired a moment before.
+			<-ctx.Done()
+			cmd.SetErr(ctx.Err())
+		}
 		return cmd
 	}
 	cmd := redis.NewCmd(ctx, args...)
