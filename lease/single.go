@@ -236,7 +236,9 @@ type singleLease struct {
 }
 
 func (b *singleLease) Refresh(ctx context.Context, tok fence.Token, ttl time.Duration) error {
-	ok, err := protocol.Refresh(ctx, b.s.rdb, b.keys, tok.Holder, tok.Seq, ttl)
+	ok, _, err := family.Send(ctx, b.s.tr, func(ctx context.Context, c family.Conn) (bool, error) {
+		return protocol.Refresh(ctx, c, b.keys, tok.Holder, tok.Seq, ttl)
+	})
 	if err != nil {
 		return fmt.Errorf("lease: refresh %q: %w", b.tok.Key, err)
 	}
@@ -247,7 +249,9 @@ func (b *singleLease) Refresh(ctx context.Context, tok fence.Token, ttl time.Dur
 }
 
 func (b *singleLease) Release(ctx context.Context) error {
-	ok, err := protocol.Unlock(ctx, b.s.rdb, b.keys, b.s.release(b.tok.Holder))
+	ok, _, err := family.Send(ctx, b.s.tr, func(ctx context.Context, c family.Conn) (bool, error) {
+		return protocol.Unlock(ctx, c, b.keys, b.s.release(b.tok.Holder))
+	})
 	if err != nil {
 		return fmt.Errorf("lease: release %q: %w", b.tok.Key, err)
 	}
