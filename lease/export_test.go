@@ -10,3 +10,7 @@ func Unbatched(c *Client) *Client {
 	}
 	return c
 }
+
+// Senders returns the goroutines of c's transport: its senders, busy or
+// idle, and its direct calls in flight.
+func Senders(c *Client) int { return c.s.(*single).tr.Senders() }

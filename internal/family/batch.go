@@ -84,6 +84,14 @@ func (t *Transport) Close(ctx context.Context) error {
 	}
 }
 
+// Senders returns the sender goroutines running (busy or idle) and the
+// direct calls in flight.
+func (t *Transport) Senders() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.senders
+}
+
 // call is one queued call: its commands go out together, in order. The
 // sender processes them, then closes done; the caller reads them only
 // after done is closed, so a caller that left shares nothing with the
