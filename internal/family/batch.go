@@ -41,7 +41,7 @@ type Transport struct {
 	wake    chan struct{} // a token per idle sender to wake
 	quit    chan struct{} // closed by Close
 	closed  bool
-	running sync.WaitGroup // sender goroutines
+	running sync.WaitGroup             // sender goroutines
 	flying  map[chan struct{}]struct{} // a channel per pipeline in flight, closed when it ends
 }
 
@@ -100,7 +100,8 @@ type call struct {
 	ctx   context.Context
 	cmds  []redis.Cmder
 	done  chan struct{}
-	taken bool // a sender took it into a pipeline; guarded by Transport.mu
+	claim func() bool // nil, or whether it may still go out (see SendClaimed)
+	taken bool        // a sender took it into a pipeline; guarded by Transport.mu
 }
 
 // direct reports whether a call goes out directly, on its caller's
@@ -135,27 +136,19 @@ func (t *Transport) undirect() {
 // nil error the replies are in cmds, and Sent says what the server did.
 // When ctx ends first it returns ctx's error: NotSent if the call was
 // still queued (it is removed and never goes out), MayHaveRun if a
-// pipeline had taken it.
-func (t *Transport) wait(ctx context.Context, cmds []redis.Cmder) (Sent, error) {
+// pipeline had taken it. A call its claim refused when a sender came to it
+// is dropped: NotSent, errDropped.
+func (t *Transport) wait(ctx context.Context, cmds []redis.Cmder, claim func() bool) (Sent, error) {
 	if err := ctx.Err(); err != nil {
 		return NotSent, errors.Join(err, errSkipped)
 	}
-	cl := &call{ctx: ctx, cmds: cmds, done: make(chan struct{})}
+	cl := &call{ctx: ctx, cmds: cmds, claim: claim, done: make(chan struct{})}
 	t.mu.Lock()
 	t.queue = append(t.queue, cl)
 	t.kick()
 	t.mu.Unlock()
 	select {
 	case <-cl.done:
-		sent := replied(cmds)
-		if sent != MayHaveRun || !atDeadline(ctx) {
-			return sent, nil
-		}
-		// The pipeline ran out of time at this caller's deadline, the
-		// latest of its callers', a moment before the caller's context
-		// did: the caller returns its context's error, as the others.
-		<-ctx.Done()
-		return MayHaveRun, ctx.Err()
 	case <-ctx.Done():
 	}
 	t.mu.Lock()
@@ -164,9 +157,25 @@ func (t *Transport) wait(ctx context.Context, cmds []redis.Cmder) (Sent, error) 
 		t.queue = slices.DeleteFunc(t.queue, func(q *call) bool { return q == cl })
 	}
 	t.mu.Unlock()
-	if !taken {
-		return NotSent, errors.Join(ctx.Err(), errSkipped)
+	if !taken { // left while queued, or dropped by its claim
+		if err := ctx.Err(); err != nil {
+			return NotSent, errors.Join(err, errSkipped)
+		}
+		return NotSent, errDropped
 	}
+	select {
+	case <-cl.done:
+	default:
+		return MayHaveRun, ctx.Err() // left while its pipeline runs
+	}
+	sent := replied(cmds)
+	if sent != MayHaveRun || !atDeadline(ctx) {
+		return sent, nil
+	}
+	// The pipeline ran out of time at this caller's deadline, the latest
+	// of its callers', a moment before the caller's context did: the
+	// caller returns its context's error, as the others.
+	<-ctx.Done()
 	return MayHaveRun, ctx.Err()
 }
 
@@ -209,9 +218,11 @@ func (t *Transport) kick() {
 func (t *Transport) take() []*call {
 	var batch []*call
 	for _, cl := range t.queue {
-		if cl.ctx.Err() == nil {
+		if cl.ctx.Err() == nil && (cl.claim == nil || cl.claim()) {
 			cl.taken = true
 			batch = append(batch, cl)
+		} else {
+			close(cl.done) // dropped: its caller learns so at once
 		}
 	}
 	clear(t.queue)

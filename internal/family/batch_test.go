@@ -171,8 +171,8 @@ func TestLeftCallerNeverRuns(t *testing.T) {
 
 // TestFrozenServerEachCallerKeepsItsDeadline: against a frozen Redis,
 // callers with different deadlines each return at their own with its
-// error, MayHaveRun when a pipeline had taken their call and NotSent when
-// it was still queued; the senders end by the latest deadline while the
+// error, MayHaveRun when their call went out and NotSent when it was
+// still queued behind the busy slots; the senders end by the latest deadline while the
 // server is still frozen.
 func TestFrozenServerEachCallerKeepsItsDeadline(t *testing.T) {
 	t.Parallel()
@@ -184,39 +184,51 @@ func TestFrozenServerEachCallerKeepsItsDeadline(t *testing.T) {
 	require.NoError(t, r.Pause())
 	t.Cleanup(func() { _ = r.Resume() })
 
+	// The first wave (deadline 1.5s) fills both slots on the frozen
+	// server: a direct call, then a pipeline. The second, with shorter and
+	// different deadlines, queues behind them.
+	const busyFor = 1500 * time.Millisecond
 	deadlines := []time.Duration{100 * time.Millisecond, 400 * time.Millisecond, 1200 * time.Millisecond}
 	type result struct {
 		took time.Duration
 		sent Sent
 		err  error
 	}
-	results := make([]result, 4*len(deadlines))
 	start := time.Now()
 	var wg sync.WaitGroup
-	for i := range results {
+	call := func(d time.Duration, res *result) {
 		wg.Go(func() {
-			ctx, cancel := context.WithTimeout(t.Context(), deadlines[i%len(deadlines)])
+			ctx, cancel := context.WithTimeout(t.Context(), d)
 			defer cancel()
 			_, sent, err := run(ctx, tr, echo, "ok", "x")
-			results[i] = result{time.Since(start), sent, err}
+			*res = result{time.Since(start), sent, err}
 		})
 	}
+	busy := make([]result, maxInFlight)
+	for i := range busy {
+		call(busyFor, &busy[i])
+		require.Eventually(t, func() bool { n, idle := tr.state(); return n == i+1 && idle == 0 },
+			time.Second, time.Millisecond, "slot %d busy", i)
+	}
+	queued := make([]result, 3*len(deadlines))
+	for i := range queued {
+		call(deadlines[i%len(deadlines)], &queued[i])
+	}
 	wg.Wait()
-	count := map[Sent]int{}
-	for i, res := range results {
+	for i, res := range busy {
+		t.Logf("busy caller %d: returned after %v, sent %d: %v", i, res.took.Round(time.Millisecond), res.sent, res.err)
+		assert.ErrorIs(t, res.err, context.DeadlineExceeded, "busy caller %d", i)
+		assert.Equal(t, MayHaveRun, res.sent, "busy caller %d: its call went out, no reply", i)
+	}
+	for i, res := range queued {
 		d := deadlines[i%len(deadlines)]
 		t.Logf("caller %d (deadline %v): returned after %v, sent %d: %v", i, d, res.took.Round(time.Millisecond), res.sent, res.err)
 		assert.ErrorIs(t, res.err, context.DeadlineExceeded, "caller %d", i)
-		assert.Contains(t, []Sent{NotSent, MayHaveRun}, res.sent, "caller %d: no reply, so it neither ran for sure", i)
-		count[res.sent]++
+		assert.Equal(t, NotSent, res.sent, "caller %d was queued until it left", i)
 		if i%len(deadlines) < len(deadlines)-1 {
-			// It did not wait for a pipeline that waits for a later
-			// deadline.
 			assert.Less(t, res.took, deadlines[i%len(deadlines)+1], "caller %d returned at its own deadline", i)
 		}
 	}
-	assert.Positive(t, count[MayHaveRun], "calls were taken, and may have run")
-	assert.Positive(t, count[NotSent], "calls queued behind the stuck ones were never sent")
 	assert.Eventually(t, func() bool { n, _ := tr.state(); return n == 0 }, 2*time.Second, 5*time.Millisecond,
 		"the senders ended while the server is frozen")
 }

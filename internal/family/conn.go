@@ -22,11 +22,21 @@ type Conn interface {
 // one may have run. A call whose reply came but which op could not read
 // (a malformed reply) may have done anything: MayHaveRun.
 func Send[T any](ctx context.Context, t *Transport, op func(context.Context, Conn) (T, error)) (T, Sent, error) {
+	return SendClaimed(ctx, t, nil, op)
+}
+
+// SendClaimed is Send for a caller that may stop waiting before its ctx
+// ends (redlock's fan-out, once the outcome is settled) and must then know
+// whether the call went out: each call op makes goes out only if claim
+// reports true at the moment it does (under the transport's lock when it
+// is taken into a pipeline), and is dropped, not sent, otherwise. claim
+// must keep reporting true once it has.
+func SendClaimed[T any](ctx context.Context, t *Transport, claim func() bool, op func(context.Context, Conn) (T, error)) (T, Sent, error) {
 	if err := ctx.Err(); err != nil {
 		var zero T
 		return zero, NotSent, errors.Join(err, errSkipped)
 	}
-	c := conn{t: t}
+	c := conn{t: t, claim: claim}
 	v, err := op(ctx, &c)
 	sent := c.sent
 	if sent == Ran && err != nil && SentOf(err) != Ran {
@@ -37,9 +47,13 @@ func Send[T any](ctx context.Context, t *Transport, op func(context.Context, Con
 
 // conn is one Send's Conn: it records what its calls did.
 type conn struct {
-	t    *Transport
-	sent Sent // NotSent until a call is made
+	t     *Transport
+	claim func() bool // nil: every call may go out
+	sent  Sent        // NotSent until a call is made
 }
+
+// errDropped is the error of a call that its claim refused.
+var errDropped = errors.New("not sent: the caller stopped waiting")
 
 // note records what one call did.
 func (c *conn) note(s Sent) {
@@ -56,6 +70,11 @@ func (c *conn) script(ctx context.Context, viaClient func() *redis.Cmd, args ...
 		if counted {
 			defer c.t.undirect()
 		}
+		if c.claim != nil && !c.claim() {
+			cmd := redis.NewCmd(ctx, args...)
+			cmd.SetErr(errDropped)
+			return cmd
+		}
 		cmd := viaClient()
 		sent := SentOf(cmd.Err())
 		c.note(sent)
@@ -68,7 +87,7 @@ func (c *conn) script(ctx context.Context, viaClient func() *redis.Cmd, args ...
 		return cmd
 	}
 	cmd := redis.NewCmd(ctx, args...)
-	sent, err := c.t.wait(ctx, []redis.Cmder{cmd})
+	sent, err := c.t.wait(ctx, []redis.Cmder{cmd}, c.claim)
 	c.note(sent)
 	if err != nil {
 		// cmd may still be written by a sender: the caller gets another.
@@ -127,6 +146,9 @@ func (c *conn) Pipelined(ctx context.Context, fn func(redis.Pipeliner) error) ([
 		if counted {
 			defer c.t.undirect()
 		}
+		if c.claim != nil && !c.claim() {
+			return nil, errDropped
+		}
 		cmds, err := c.t.rdb.Pipelined(ctx, fn)
 		if len(cmds) > 0 {
 			c.note(replied(cmds))
@@ -137,7 +159,7 @@ func (c *conn) Pipelined(ctx context.Context, fn func(redis.Pipeliner) error) ([
 	if err != nil || len(cmds) == 0 {
 		return nil, err
 	}
-	sent, werr := c.t.wait(ctx, cmds)
+	sent, werr := c.t.wait(ctx, cmds, c.claim)
 	c.note(sent)
 	if werr != nil {
 		left := make([]redis.Cmder, len(cmds))

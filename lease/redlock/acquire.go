@@ -205,7 +205,9 @@ var errRetry = errors.New("redlock: cleanup incomplete")
 // releaseInBackground releases the lock on nodes without making the caller
 // wait, bounded by the node timeout: the cleanup after a lost lease.
 func (q *quorum) releaseInBackground(ctx context.Context, p *lifetime.Pending, k protocol.Keys, holder string) {
-	p.Go(func() { fanout(context.WithoutCancel(ctx), q.nodes, q.set.nodeTimeout, settled(releaseOp(k, holder)), nil) })
+	p.Go(func() {
+		fanout(context.WithoutCancel(ctx), q.nodes, q.set.nodeTimeout, settled(releaseOp(k, holder)), nil)
+	})
 }
 
 // slow reports whether a node only did not answer in time: a node timeout

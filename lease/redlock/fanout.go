@@ -47,9 +47,9 @@ type reply[T any] struct {
 
 // call states of one node's call in fanout.
 const (
-	waiting int32 = iota // not made yet
-	making               // made: it may run
-	dropped              // fanout stopped waiting first: it will not be made
+	waiting int32 = iota // not sent yet (not started, or queued in the node's transport)
+	making               // sent, or being sent: it may run
+	dropped              // fanout stopped waiting first: it will not be sent
 )
 
 // fanout calls op on every node at once, through the node's transport, and
@@ -80,14 +80,15 @@ func fanout[T any](ctx context.Context, nodes []node, timeout time.Duration,
 	ch := make(chan answer, len(nodes))
 	state := make([]atomic.Int32, len(nodes))
 	for i, n := range nodes {
+		// The call goes out only if fanout still waits when the node's
+		// transport sends it: fanout knows so whether it was sent, even
+		// when it stops waiting before the answer.
+		claim := func() bool { return state[i].Load() == making || state[i].CompareAndSwap(waiting, making) }
 		go func() {
-			if !state[i].CompareAndSwap(waiting, making) {
-				return // fanout is gone: the call is never made
-			}
 			cctx, ccancel := context.WithTimeout(ctx, timeout)
 			defer ccancel()
 			v, sent, err := family.Watch(cctx, n.probe, min(timeout/2, family.ProbeAfter), func(ctx context.Context) (T, family.Sent, error) {
-				return family.Send(ctx, n.tr, func(ctx context.Context, c family.Conn) (T, error) { return op(ctx, n, c) })
+				return family.SendClaimed(ctx, n.tr, claim, func(ctx context.Context, c family.Conn) (T, error) { return op(ctx, n, c) })
 			})
 			ch <- answer{i, v, sent, err}
 		}()
