@@ -75,6 +75,7 @@ func (c *Client) Close(ctx context.Context) error {
 		return invalid("nil client or context")
 	}
 	c.closed.Store(true)
+	defer c.s.Close(ctx) // the transport's senders, once the cleanups that use them are done
 	if err := c.pending.Wait(ctx); err != nil {
 		return fmt.Errorf("lease: close: %d background cleanups abandoned; their locks expire with their ttl: %w",
 			c.pending.Count(), err)

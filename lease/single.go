@@ -23,11 +23,17 @@ type single struct {
 	cfg    *family.Config
 	notify *notify.Notifier
 	probe  *family.Prober // tells a server that refuses connections from a slow one
+	// tr batches the concurrent tries and cleanups of the client's
+	// callers into pipelines, and says what each sent.
+	tr *family.Transport
 }
 
 func newSingle(rdb redis.UniversalClient, cfg *family.Config) *single {
-	return &single{rdb: rdb, cfg: cfg, notify: notify.New(rdb), probe: family.NewProber(rdb)}
+	return &single{rdb: rdb, cfg: cfg, notify: notify.New(rdb), probe: family.NewProber(rdb), tr: family.NewTransport(rdb, true)}
 }
+
+// Close stops the transport's senders.
+func (s *single) Close(ctx context.Context) error { return s.tr.Close(ctx) }
 
 func (s *single) Kind() observe.Kind { return observe.KindLease }
 
@@ -122,8 +128,10 @@ func (a *singleAttempt) Try(ctx context.Context) (*family.Grant, family.Miss, er
 func (a *singleAttempt) acquire(ctx context.Context) (protocol.TryResult, family.Sent, error) {
 	s := a.s
 	if s.cfg.Single.Replicas == 0 {
-		return family.Watch(ctx, s.probe, 0, func(ctx context.Context) (protocol.TryResult, error) {
-			return protocol.Acquire(ctx, s.rdb, a.keys, a.try)
+		return family.Watch(ctx, s.probe, 0, func(ctx context.Context) (protocol.TryResult, family.Sent, error) {
+			return family.Send(ctx, s.tr, func(ctx context.Context, c family.Conn) (protocol.TryResult, error) {
+				return protocol.Acquire(ctx, c, a.keys, a.try)
+			})
 		})
 	}
 	var node protocol.Pipeliner = s.rdb
@@ -136,10 +144,11 @@ func (a *singleAttempt) acquire(ctx context.Context) (protocol.TryResult, family
 		node = n
 	}
 	var acked int64
-	res, sent, err := family.Watch(ctx, s.probe, 0, func(ctx context.Context) (r protocol.TryResult, err error) {
+	// Not batched: WAIT must follow the script down its own connection.
+	res, sent, err := family.Watch(ctx, s.probe, 0, family.Plain(func(ctx context.Context) (r protocol.TryResult, err error) {
 		r, acked, err = protocol.AcquireAcked(ctx, node, a.keys, a.try, s.cfg.Single.Replicas, s.cfg.Single.AckTimeout)
 		return r, err
-	})
+	}))
 	if err != nil && res.Got() { // the script took the lock, WAIT failed
 		return protocol.TryResult{}, family.Ran, joinErr(err, errReleased, a.undo(ctx, res))
 	}
@@ -196,22 +205,27 @@ func (a *singleAttempt) undo(ctx context.Context, res protocol.TryResult) error 
 // behind the first leave, which went out on another connection.
 func (a *singleAttempt) leave(ctx context.Context, passOn, lost bool) error {
 	s := a.s
-	leave := func(ctx context.Context) (bool, error) {
-		return protocol.Leave(ctx, s.rdb, a.keys, s.release(a.try.Holder), passOn)
+	leave := func(ctx context.Context, c family.Conn) (bool, error) {
+		return protocol.Leave(ctx, c, a.keys, s.release(a.try.Holder), passOn)
 	}
 	return a.r.Pending.Detach(ctx, releaseTimeout, lifetime.CleanupBound(a.r.TTL), func(ctx context.Context) error {
-		released, err := leave(ctx)
+		released, sent, err := family.Send(ctx, s.tr, func(ctx context.Context, c family.Conn) (bool, error) {
+			if err := s.tr.Settle(ctx); err != nil {
+				return false, err // not sent: the next attempt settles again
+			}
+			return leave(ctx, c)
+		})
 		if err == nil && !released && lost {
 			lost = false
 			a.r.Pending.Go(func() {
 				ctx, cancel := context.WithTimeout(context.Background(), lostCallLag+releaseTimeout)
 				defer cancel()
 				if family.Sleep(ctx, lostCallLag) == nil {
-					_, _ = leave(ctx)
+					_, _, _ = family.Send(ctx, s.tr, leave)
 				}
 			})
 		}
-		if err != nil && family.SentOf(err) != family.Ran && s.probe.Unreachable(ctx) {
+		if err != nil && sent != family.Ran && s.probe.Unreachable(ctx) {
 			return nil // the server is down: nothing to undo until it is back, and then the ttl does
 		}
 		return err
@@ -242,7 +256,9 @@ type singleLease struct {
 }
 
 func (b *singleLease) Refresh(ctx context.Context, tok fence.Token, ttl time.Duration) error {
-	ok, err := protocol.Refresh(ctx, b.s.rdb, b.keys, tok.Holder, tok.Seq, ttl)
+	ok, _, err := family.Send(ctx, b.s.tr, func(ctx context.Context, c family.Conn) (bool, error) {
+		return protocol.Refresh(ctx, c, b.keys, tok.Holder, tok.Seq, ttl)
+	})
 	if err != nil {
 		return fmt.Errorf("lease: refresh %q: %w", b.tok.Key, err)
 	}
@@ -253,7 +269,9 @@ func (b *singleLease) Refresh(ctx context.Context, tok fence.Token, ttl time.Dur
 }
 
 func (b *singleLease) Release(ctx context.Context) error {
-	ok, err := protocol.Unlock(ctx, b.s.rdb, b.keys, b.s.release(b.tok.Holder))
+	ok, _, err := family.Send(ctx, b.s.tr, func(ctx context.Context, c family.Conn) (bool, error) {
+		return protocol.Unlock(ctx, c, b.keys, b.s.release(b.tok.Holder))
+	})
 	if err != nil {
 		return fmt.Errorf("lease: release %q: %w", b.tok.Key, err)
 	}

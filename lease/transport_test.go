@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -117,4 +118,30 @@ func TestCloseKeepsItsBound(t *testing.T) {
 	err = testenv.WithinDeadline(t, "Close", c.Close)
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	assert.True(t, strings.Contains(err.Error(), "1 background cleanups abandoned"), "%v", err)
+}
+
+// TestCloseEndsTheSenders: a burst of tries batched by the client's
+// transport leaves idle senders waiting for more; Close ends them before it
+// returns, and a lease still held keeps working (its release goes out
+// directly).
+func TestCloseEndsTheSenders(t *testing.T) {
+	c, err := lease.New(shared)
+	require.NoError(t, err)
+	held, err := c.TryAcquire(t.Context(), name(t)+"/held", time.Minute)
+	require.NoError(t, err)
+	var wg sync.WaitGroup
+	for i := range 200 {
+		wg.Go(func() {
+			l, err := c.TryAcquire(t.Context(), fmt.Sprintf("%s/%d", name(t), i), time.Minute)
+			if assert.NoError(t, err) {
+				assert.NoError(t, l.Release(t.Context()))
+			}
+		})
+	}
+	wg.Wait()
+	assert.Positive(t, lease.Senders(c), "idle senders wait for more work")
+	require.NoError(t, c.Close(t.Context()))
+	assert.Zero(t, lease.Senders(c), "Close ended the senders")
+	require.NoError(t, held.Release(t.Context()))
+	assert.Zero(t, lease.Senders(c))
 }

@@ -21,6 +21,9 @@ type Strategy interface {
 	Inspect(ctx context.Context, name string) (State, error)
 	// Advance lifts a lock's counter to at least floor.
 	Advance(ctx context.Context, name string, floor uint64) (uint64, error)
+	// Close stops the transport's senders once the client's cleanups are
+	// done, waiting for them until ctx ends.
+	Close(ctx context.Context) error
 }
 
 // Request is one validated acquisition.

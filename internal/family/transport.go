@@ -170,16 +170,28 @@ func (p *Prober) dial(ctx context.Context) *DialError {
 // comes back, expires with its ttl.
 func (p *Prober) Unreachable(ctx context.Context) bool { return p.Probe(ctx) != nil }
 
-// Watch runs call, and if it is still running after after (ProbeAfter
+// Plain is call, whose Sent is read from its error by SentOf.
+func Plain[T any](call func(context.Context) (T, error)) func(context.Context) (T, Sent, error) {
+	return func(ctx context.Context) (T, Sent, error) {
+		v, err := call(ctx)
+		return v, SentOf(err), err
+	}
+}
+
+// Watch runs call, which says what it sent, and if it is still running after after (ProbeAfter
 // when 0), probes the
 // server meanwhile. When call fails without a reply and the probe found
 // the server refusing connections, the error names the refused dial:
 // "ERR (last dial to ADDR: connect: connection refused)". The probe is
 // bounded by ctx, so it does not outlive the call by more than a dial's
 // start.
-func Watch[T any](ctx context.Context, p *Prober, after time.Duration, call func(context.Context) (T, error)) (T, Sent, error) {
+func Watch[T any](ctx context.Context, p *Prober, after time.Duration, call func(context.Context) (T, Sent, error)) (T, Sent, error) {
+	if err := ctx.Err(); err != nil {
+		var zero T
+		return zero, NotSent, errors.Join(err, errSkipped)
+	}
 	if p == nil || p.addr == "" {
-		return Call(ctx, call)
+		return call(ctx)
 	}
 	if after <= 0 {
 		after = ProbeAfter
@@ -192,7 +204,7 @@ func Watch[T any](ctx context.Context, p *Prober, after time.Duration, call func
 			found.Store(de)
 		}
 	})
-	v, sent, err := Call(ctx, call)
+	v, sent, err := call(ctx)
 	t.Stop()
 	if de := found.Load(); de != nil && err != nil && sent == MayHaveRun {
 		// Refused meanwhile: this call never got a connection.

@@ -167,9 +167,9 @@ func ParseTryReply(reply any) (TryResult, error) {
 // SET NX PX: the same key and value as an unfenced Try, at the cost of a
 // command instead of a script. A PTTL rides in the same pipeline, so that a
 // waiter knows when a held lock expires without a second round trip.
-func AcquireUnfenced(ctx context.Context, c redis.Cmdable, k Keys, holder string, ttl time.Duration) (TryResult, error) {
+func AcquireUnfenced(ctx context.Context, c Pipelined, k Keys, holder string, ttl time.Duration) (TryResult, error) {
 	// The replies are read from the returned commands: a batching client
-	// (internal/batch) returns copies when ctx ended first.
+	// (family.Transport) returns copies when ctx ended first.
 	cmds, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
 		p.SetNX(ctx, k.Lock, holder+":0", ttl)
 		p.PTTL(ctx, k.Lock)
@@ -194,6 +194,11 @@ func AcquireUnfenced(ctx context.Context, c redis.Cmdable, k Keys, holder string
 		return TryResult{PTTL: -1}, nil // held; when it expires is unknown
 	}
 	return TryResult{PTTL: pttl.Val()}, nil
+}
+
+// Pipelined is a client that sends the commands fn queues together.
+type Pipelined interface {
+	Pipelined(ctx context.Context, fn func(redis.Pipeliner) error) ([]redis.Cmder, error)
 }
 
 // cmdAt returns cmds[i] as a C.

@@ -115,16 +115,16 @@ func (a *attempt) Try(ctx context.Context) (*family.Grant, family.Miss, error) {
 	return nil, m, sentinel.Join(why, failed(rs), cleanup)
 }
 
-func acquireOp(k protocol.Keys, t protocol.Try, reacquire bool) func(context.Context, node) (protocol.TryResult, error) {
+func acquireOp(k protocol.Keys, t protocol.Try, reacquire bool) func(context.Context, node, family.Conn) (protocol.TryResult, error) {
 	if t.Unfenced && !reacquire {
 		// No counter and nothing to compare: a plain SET NX PX is enough,
 		// and cheaper for the node than a script.
-		return func(ctx context.Context, n node) (protocol.TryResult, error) {
-			return protocol.AcquireUnfenced(ctx, n.rdb, k, t.Holder, t.TTL)
+		return func(ctx context.Context, n node, c family.Conn) (protocol.TryResult, error) {
+			return protocol.AcquireUnfenced(ctx, c, k, t.Holder, t.TTL)
 		}
 	}
-	return func(ctx context.Context, n node) (protocol.TryResult, error) {
-		return protocol.Acquire(ctx, n.rdb, k, t)
+	return func(ctx context.Context, n node, c family.Conn) (protocol.TryResult, error) {
+		return protocol.Acquire(ctx, c, k, t)
 	}
 }
 
@@ -170,7 +170,7 @@ func (a *attempt) releaseAfter(ctx context.Context, holder string, reacquire boo
 	if len(nodes) == 0 {
 		return nil
 	}
-	release := releaseOp(a.keys, holder)
+	release := settled(releaseOp(a.keys, holder))
 	var inFlight []<-chan struct{} // the calls of lost nodes that have not returned yet
 	for _, r := range rs {
 		if r.done != nil {
@@ -244,7 +244,9 @@ var errRetry = errors.New("redlock: cleanup incomplete")
 // releaseInBackground releases the lock on nodes without making the caller
 // wait, bounded by the node timeout: the cleanup after a lost lease.
 func (q *quorum) releaseInBackground(ctx context.Context, p *lifetime.Pending, k protocol.Keys, holder string) {
-	p.Go(func() { fanout(context.WithoutCancel(ctx), q.nodes, q.set.nodeTimeout, releaseOp(k, holder), nil) })
+	p.Go(func() {
+		fanout(context.WithoutCancel(ctx), q.nodes, q.set.nodeTimeout, settled(releaseOp(k, holder)), nil)
+	})
 }
 
 // slow reports whether a node only did not answer in time: a node timeout

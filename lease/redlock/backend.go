@@ -82,8 +82,8 @@ func (b *quorumLease) Reissue(ctx context.Context, floor uint64) (uint64, error)
 	if !q.set.quorumFencing {
 		return 0, fmt.Errorf("%w: redlock: reissue %q: tokens need WithQuorumFencing", lease.ErrInvalid, name)
 	}
-	rs := fanout(ctx, q.nodes, q.set.nodeTimeout, func(ctx context.Context, n node) (uint64, error) {
-		return protocol.Reissue(ctx, n.rdb, b.keys, b.tok.Holder, floor, q.counter())
+	rs := fanout(ctx, q.nodes, q.set.nodeTimeout, func(ctx context.Context, n node, c family.Conn) (uint64, error) {
+		return protocol.Reissue(ctx, c, b.keys, b.tok.Holder, floor, q.counter())
 	}, nil)
 	held, gone, seq := 0, 0, uint64(0)
 	for _, r := range rs {
@@ -130,15 +130,15 @@ func (b *quorumLease) Reissue(ctx context.Context, floor uint64) (uint64, error)
 	return seq, nil
 }
 
-func releaseOp(k protocol.Keys, holder string) func(context.Context, node) (bool, error) {
-	return func(ctx context.Context, n node) (bool, error) {
-		return protocol.Unlock(ctx, n.rdb, k, protocol.Release{Holder: holder, PubSub: n.notify.PubSub()})
+func releaseOp(k protocol.Keys, holder string) func(context.Context, node, family.Conn) (bool, error) {
+	return func(ctx context.Context, n node, c family.Conn) (bool, error) {
+		return protocol.Unlock(ctx, c, k, protocol.Release{Holder: holder, PubSub: n.notify.PubSub()})
 	}
 }
 
-func adoptOp(k protocol.Keys, holder string, seq uint64, counter protocol.Counter) func(context.Context, node) (uint64, error) {
-	return func(ctx context.Context, n node) (uint64, error) {
-		return protocol.Adopt(ctx, n.rdb, k, holder, seq, counter)
+func adoptOp(k protocol.Keys, holder string, seq uint64, counter protocol.Counter) func(context.Context, node, family.Conn) (uint64, error) {
+	return func(ctx context.Context, n node, c family.Conn) (uint64, error) {
+		return protocol.Adopt(ctx, c, k, holder, seq, counter)
 	}
 }
 

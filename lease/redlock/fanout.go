@@ -20,24 +20,19 @@ type node struct {
 	rdb    redis.UniversalClient
 	notify *notify.Notifier // its waiters' pub/sub, whose mode its releases follow
 	probe  *family.Prober   // tells a node that refuses connections from a slow one
-	// slots bounds the calls in flight to the node by its client's pool
-	// size: a call waits for a slot before its node timeout starts, so a
-	// burst of waiters queues here instead of timing out in go-redis's
-	// pool.
-	slots chan struct{}
+	// tr batches the concurrent calls to the node into pipelines (at most
+	// two in flight), so a burst of waiters costs a few round trips
+	// instead of queueing for go-redis's pool; it says what each sent.
+	tr *family.Transport
 }
 
 func newNode(addr string, rdb redis.UniversalClient) node {
-	size := defaultSlots
-	if c, ok := rdb.(*redis.Client); ok && c.Options().PoolSize > 0 {
-		size = c.Options().PoolSize
-	}
-	return node{addr: addr, rdb: rdb, notify: notify.New(rdb), probe: family.NewProber(rdb), slots: make(chan struct{}, size)}
+	return node{addr: addr, rdb: rdb, notify: notify.New(rdb), probe: family.NewProber(rdb), tr: family.NewTransport(rdb, batching)}
 }
 
-// defaultSlots bounds the calls in flight to a node whose pool size is not
-// known.
-const defaultSlots = 64
+// batching is whether nodes batch their calls; the benchmarks turn it off
+// to measure what it gains.
+var batching = true
 
 // reply is one node's answer to a fanned-out call. err is nil when the node
 // answered val, else a *NodeError. sent says what the call did: a call that
@@ -55,14 +50,14 @@ type reply[T any] struct {
 
 // call states of one node's call in fanout.
 const (
-	waiting int32 = iota // not made yet
-	making               // made: it may run
-	dropped              // fanout stopped waiting first: it will not be made
+	waiting int32 = iota // not sent yet (not started, or queued in the node's transport)
+	making               // sent, or being sent: it may run
+	dropped              // fanout stopped waiting first: it will not be sent
 )
 
-// fanout calls op on every node at once and collects the answers. Each call
-// waits for one of its node's slots, then runs under ctx and a deadline
-// timeout away; fanout returns when every node has answered, when ctx
+// fanout calls op on every node at once, through the node's transport, and
+// collects the answers. Each call runs under ctx and a deadline timeout
+// away; fanout returns when every node has answered, when ctx
 // ends, or as soon as settled (if not nil) reports, given the replies so
 // far, that the outcome cannot change. Replies not in by then carry a
 // *NodeError wrapping ErrNodeTimeout, or ctx.Err() when the caller's
@@ -73,7 +68,7 @@ const (
 // The calls still running are cancelled and left to finish on their own
 // goroutines; they send into a buffered channel, so they never block.
 func fanout[T any](ctx context.Context, nodes []node, timeout time.Duration,
-	op func(context.Context, node) (T, error), settled func([]reply[T]) bool,
+	op func(context.Context, node, family.Conn) (T, error), settled func([]reply[T]) bool,
 ) []reply[T] {
 	parent, start := ctx, time.Now()
 	ctx, cancel := context.WithCancel(ctx)
@@ -89,24 +84,18 @@ func fanout[T any](ctx context.Context, nodes []node, timeout time.Duration,
 	state := make([]atomic.Int32, len(nodes))
 	done := make([]chan struct{}, len(nodes))
 	for i, n := range nodes {
+		// The call goes out only if fanout still waits when the node's
+		// transport sends it: fanout knows so whether it was sent, even
+		// when it stops waiting before the answer.
+		claim := func() bool { return state[i].Load() == making || state[i].CompareAndSwap(waiting, making) }
 		done[i] = make(chan struct{})
 		go func() {
 			defer close(done[i])
-			select {
-			case n.slots <- struct{}{}:
-				defer func() { <-n.slots }()
-			case <-ctx.Done():
-				if state[i].CompareAndSwap(waiting, dropped) {
-					ch <- answer{i: i, sent: family.NotSent, err: ctx.Err()}
-				}
-				return
-			}
-			if !state[i].CompareAndSwap(waiting, making) {
-				return // fanout is gone: the call is never made
-			}
 			cctx, ccancel := context.WithTimeout(ctx, timeout)
 			defer ccancel()
-			v, sent, err := family.Watch(cctx, n.probe, min(timeout/2, family.ProbeAfter), func(ctx context.Context) (T, error) { return op(ctx, n) })
+			v, sent, err := family.Watch(cctx, n.probe, min(timeout/2, family.ProbeAfter), func(ctx context.Context) (T, family.Sent, error) {
+				return family.SendClaimed(ctx, n.tr, claim, func(ctx context.Context, c family.Conn) (T, error) { return op(ctx, n, c) })
+			})
 			ch <- answer{i, v, sent, err}
 		}()
 	}
@@ -198,4 +187,17 @@ func failed[T any](rs []reply[T]) error {
 		}
 	}
 	return sentinel.Join(errs...)
+}
+
+// settled returns op, sent only once the node's pipelines in flight have
+// ended (family.Transport.Settle): op undoes a call that may still be in
+// one, not yet written, and would overtake it on another connection.
+func settled[T any](op func(context.Context, node, family.Conn) (T, error)) func(context.Context, node, family.Conn) (T, error) {
+	return func(ctx context.Context, n node, c family.Conn) (T, error) {
+		if err := n.tr.Settle(ctx); err != nil {
+			var zero T
+			return zero, err // not sent
+		}
+		return op(ctx, n, c)
+	}
 }

@@ -13,8 +13,8 @@ import (
 // each bounded by the node timeout) and makes the majority's view of it.
 func (q *quorum) Inspect(ctx context.Context, name string) (family.State, error) {
 	k := q.keys(name)
-	rs := fanout(ctx, q.nodes, q.set.nodeTimeout, func(ctx context.Context, n node) (protocol.State, error) {
-		return protocol.Inspect(ctx, n.rdb, k)
+	rs := fanout(ctx, q.nodes, q.set.nodeTimeout, func(ctx context.Context, n node, c family.Conn) (protocol.State, error) {
+		return protocol.Inspect(ctx, c, k)
 	}, nil)
 
 	st := family.State{Nodes: make([]family.NodeState, len(rs))}

@@ -2,6 +2,7 @@ package redlock
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -142,8 +143,8 @@ func (q *quorum) counter() protocol.Counter {
 // majority shares a node with them, so the next token is greater.
 func (q *quorum) Advance(ctx context.Context, name string, floor uint64) (uint64, error) {
 	k, counter := q.keys(name), q.counter()
-	rs := fanout(ctx, q.nodes, q.set.nodeTimeout, func(ctx context.Context, n node) (uint64, error) {
-		return protocol.Advance(ctx, n.rdb, k, floor, counter)
+	rs := fanout(ctx, q.nodes, q.set.nodeTimeout, func(ctx context.Context, n node, c family.Conn) (uint64, error) {
+		return protocol.Advance(ctx, c, k, floor, counter)
 	}, nil)
 	ok, low := 0, uint64(0)
 	for _, r := range rs {
@@ -158,4 +159,16 @@ func (q *quorum) Advance(ctx context.Context, name string, floor uint64) (uint64
 		return 0, joinf(failed(rs), "%d of %d nodes took it, %d needed", ok, len(q.nodes), q.quorum)
 	}
 	return low, nil
+}
+
+// Close stops the senders of the nodes' transports, waiting for them until
+// ctx ends.
+func (q *quorum) Close(ctx context.Context) error {
+	var errs []error
+	for _, n := range q.nodes {
+		if err := n.tr.Close(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
 }
