@@ -24,10 +24,46 @@ type node struct {
 	// two in flight), so a burst of waiters costs a few round trips
 	// instead of queueing for go-redis's pool; it says what each sent.
 	tr *family.Transport
+	// workers are the client's, which run its fan-out calls.
+	workers *workers
 }
 
-func newNode(addr string, rdb redis.UniversalClient) node {
-	return node{addr: addr, rdb: rdb, notify: notify.New(rdb), probe: family.NewProber(rdb), tr: family.NewTransport(rdb, batching)}
+func newNode(addr string, rdb redis.UniversalClient, w *workers) node {
+	return node{addr: addr, rdb: rdb, notify: notify.New(rdb), probe: family.NewProber(rdb), tr: family.NewTransport(rdb, batching), workers: w}
+}
+
+// workers run one client's fan-out calls. A worker goroutine outlives one
+// call and waits up to workerIdle for the next, so the stacks that
+// go-redis's deep call path grows are reused instead of grown again for
+// every node of every call; idle workers exit. One set per client, shared
+// by its nodes.
+type workers struct{ tasks chan func() }
+
+const workerIdle = time.Second
+
+func newWorkers() *workers { return &workers{tasks: make(chan func())} }
+
+// run hands f to an idle worker, or starts one.
+func (w *workers) run(f func()) {
+	select {
+	case w.tasks <- f:
+	default:
+		go w.loop(f)
+	}
+}
+
+func (w *workers) loop(f func()) {
+	idle := time.NewTimer(workerIdle)
+	defer idle.Stop()
+	for {
+		f()
+		idle.Reset(workerIdle)
+		select {
+		case f = <-w.tasks:
+		case <-idle.C:
+			return
+		}
+	}
 }
 
 // batching is whether nodes batch their calls; the benchmarks turn it off
@@ -89,7 +125,7 @@ func fanout[T any](ctx context.Context, nodes []node, timeout time.Duration,
 		// when it stops waiting before the answer.
 		claim := func() bool { return state[i].Load() == making || state[i].CompareAndSwap(waiting, making) }
 		done[i] = make(chan struct{})
-		go func() {
+		n.workers.run(func() {
 			defer close(done[i])
 			cctx, ccancel := context.WithTimeout(ctx, timeout)
 			defer ccancel()
@@ -97,7 +133,7 @@ func fanout[T any](ctx context.Context, nodes []node, timeout time.Duration,
 				return family.SendClaimed(ctx, n.tr, claim, func(ctx context.Context, c family.Conn) (T, error) { return op(ctx, n, c) })
 			})
 			ch <- answer{i, v, sent, err}
-		}()
+		})
 	}
 
 	out := make([]reply[T], len(nodes))

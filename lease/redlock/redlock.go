@@ -73,6 +73,7 @@ func newQuorum(cfg *family.Config, clients []redis.UniversalClient, opts []optio
 	}
 	q.quorum = len(clients)/2 + 1
 	seen := make(map[string]bool, len(clients))
+	w := newWorkers()
 	for i, rdb := range clients {
 		if isnil.Nil(rdb) {
 			return nil, cfg.Invalidf("redlock: node #%d is nil", i)
@@ -85,7 +86,7 @@ func newQuorum(cfg *family.Config, clients []redis.UniversalClient, opts []optio
 		if err := checkNode(rdb); err != nil {
 			return nil, cfg.Invalidf("redlock: node %s: %v", addr, err)
 		}
-		q.nodes = append(q.nodes, newNode(addr, rdb))
+		q.nodes = append(q.nodes, newNode(addr, rdb, w))
 	}
 	return q, nil
 }
