@@ -395,7 +395,9 @@ func TestPackageDocsOpenWithCode(t *testing.T) {
 		if d.IsDir() {
 			switch {
 			case rel == ".":
-			case strings.HasPrefix(d.Name(), "."), d.Name() == "internal", d.Name() == "testdata",
+			// The go command ignores folders starting with "." or "_" (a
+			// README test builds its programs in such a folder meanwhile).
+			case strings.HasPrefix(d.Name(), "."), strings.HasPrefix(d.Name(), "_"), d.Name() == "internal", d.Name() == "testdata",
 				rel == "examples", rel == "bench", rel == "extra":
 				return filepath.SkipDir
 			default:
