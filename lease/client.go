@@ -45,7 +45,7 @@ type Client struct {
 // dial (MaxRetries, DialerRetries): a server that is down is reported once
 // those retries end (about 2.7s with the defaults) or the context does.
 func New(rdb redis.UniversalClient, opts ...Option) (*Client, error) {
-	cfg := family.New(ErrInvalid)
+	cfg := family.New(ErrInvalid, DefaultPrefix, DefaultDriftFactor, DefaultMinBackoff, DefaultMaxBackoff, DefaultCounterTTL)
 	if err := family.Apply(&cfg, opts); err != nil {
 		return nil, err
 	}

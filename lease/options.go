@@ -36,17 +36,17 @@ func (shared) RedlockOption()               {}
 // Defaults of the options.
 const (
 	// DefaultPrefix is prepended to every key and channel; see [WithPrefix].
-	DefaultPrefix = family.DefaultPrefix
+	DefaultPrefix = "fencelock:"
 	// DefaultDriftFactor is the share of the ttl allowed for clock drift;
 	// see [WithDriftFactor].
-	DefaultDriftFactor = family.DefaultDriftFactor
+	DefaultDriftFactor = 0.01
 	// DefaultMinBackoff and DefaultMaxBackoff bound a waiting Acquire's
 	// waits between tries; see [WithBackoff].
-	DefaultMinBackoff = family.DefaultMinBackoff
-	DefaultMaxBackoff = family.DefaultMaxBackoff
+	DefaultMinBackoff = 10 * time.Millisecond
+	DefaultMaxBackoff = time.Second
 	// DefaultCounterTTL is how long a lock's counter lives after its last
 	// write; see [WithCounterTTL].
-	DefaultCounterTTL = family.DefaultCounterTTL
+	DefaultCounterTTL = time.Hour
 )
 
 // WithFair sets whether locks are fair. Fair (the default): a waiting

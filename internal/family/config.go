@@ -13,15 +13,6 @@ import (
 	"github.com/fencelock/fencelock/observe"
 )
 
-// Defaults of the shared options; package lease exports them.
-const (
-	DefaultPrefix      = "fencelock:"
-	DefaultDriftFactor = 0.01
-	DefaultMinBackoff  = 10 * time.Millisecond
-	DefaultMaxBackoff  = time.Second
-	DefaultCounterTTL  = time.Hour
-)
-
 // Config is the configuration of a client. Shared holds what both kinds
 // read; a kind's own settings live in its option values' closures and
 // reach its strategy, not this struct, so that one kind's option cannot
@@ -51,16 +42,17 @@ type SingleConfig struct {
 	AckTimeout time.Duration // how long WAIT may block
 }
 
-// New returns a configuration with the shared defaults. invalid is package
-// lease's ErrInvalid.
-func New(invalid error) Config {
+// New returns a configuration with the shared settings given (package
+// lease's documented defaults) and a fair single-Redis kind. invalid is
+// package lease's ErrInvalid.
+func New(invalid error, prefix string, driftFactor float64, minBackoff, maxBackoff, counterTTL time.Duration) Config {
 	return Config{
 		Invalid:     invalid,
-		Prefix:      DefaultPrefix,
-		DriftFactor: DefaultDriftFactor,
-		MinBackoff:  DefaultMinBackoff,
-		MaxBackoff:  DefaultMaxBackoff,
-		CounterTTL:  DefaultCounterTTL,
+		Prefix:      prefix,
+		DriftFactor: driftFactor,
+		MinBackoff:  minBackoff,
+		MaxBackoff:  maxBackoff,
+		CounterTTL:  counterTTL,
 		Single:      SingleConfig{Fair: true},
 	}
 }
