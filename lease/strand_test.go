@@ -192,6 +192,10 @@ func TestFairHandoffConfirmsClaim(t *testing.T) {
 		}()
 		require.Eventually(t, func() bool { return len(procQueue(t, shared, n)) == 1 }, 10*time.Second, time.Millisecond, "queued")
 		procWaitSubscribed(t, shared, n)
+		// The waiter tries once more right after it subscribed; a release
+		// before that try is read would let the try take the lock back
+		// with the whole ttl (correct, but no handoff): let it land first.
+		time.Sleep(100 * time.Millisecond)
 		require.NoError(t, h.Release(ctx))
 		l := <-got
 		require.NotNil(t, l)
