@@ -29,7 +29,7 @@ type node struct {
 }
 
 func newNode(addr string, rdb redis.UniversalClient, w *workers) node {
-	return node{addr: addr, rdb: rdb, notify: notify.New(rdb), probe: family.NewProber(rdb), tr: family.NewTransport(rdb, batching), workers: w}
+	return node{addr: addr, rdb: rdb, notify: notify.New(rdb), probe: family.NewProber(rdb), tr: family.NewTransport(rdb, true), workers: w}
 }
 
 // workers run one client's fan-out calls. A worker goroutine outlives one
@@ -65,10 +65,6 @@ func (w *workers) loop(f func()) {
 		}
 	}
 }
-
-// batching is whether nodes batch their calls; the benchmarks turn it off
-// to measure what it gains.
-var batching = true
 
 // reply is one node's answer to a fanned-out call. err is nil when the node
 // answered val, else a *NodeError. sent says what the call did: a call that
