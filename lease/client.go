@@ -156,59 +156,57 @@ func (c *Client) wait(ctx context.Context, a family.Attempt, name string, ttl, k
 	backoff := c.cfg.Backoff()
 	var failing time.Time // the start of tries that all failed a majority
 	for waits := 0; ; {
-		{
+		if w != nil {
+			w.BeforeTry()
+		}
+		p.Attempts++
+		begun := time.Now()
+		g, m, err := a.Try(ctx)
+		if g != nil {
 			if w != nil {
-				w.BeforeTry()
+				w.Got()
 			}
-			p.Attempts++
-			begun := time.Now()
-			g, m, err := a.Try(ctx)
-			if g != nil {
-				if w != nil {
-					w.Got()
-				}
-				if l := c.newLease(g, ttl, keepAlive); l.Held() {
-					return l, nil
-				}
-				continue // read after its deadline: the next try finds out
+			if l := c.newLease(g, ttl, keepAlive); l.Held() {
+				return l, nil
 			}
-			p.Handoff = false
-			switch {
-			case lifetime.Ended(ctx) != nil:
-				return nil, notAcquired(ctx, name, err)
-			case m.Unavailable:
-				return nil, err
-			case !m.NoMajority:
-				failing = time.Time{}
-			case failing.IsZero():
-				failing = begun
-			case time.Since(failing) >= ttl:
-				return nil, joinErr(fmt.Errorf("%w: %q: every try for %v (the ttl) failed a majority of the nodes: the lock service is unavailable",
-					ErrNotAcquired, name, time.Since(failing).Round(time.Millisecond)), err)
-			}
-			if w == nil {
-				w = a.Listen(ctx)
-				continue
-			}
-			wait := backoff.Wait(waits)
-			if m.Poll > 0 {
-				wait = m.Poll
-			}
-			if m.Remaining > 0 && m.Remaining+time.Millisecond < wait {
-				wait = m.Remaining + time.Millisecond // expires without a release
-			}
-			waits++
-			g, woken, werr := w.Wait(ctx, wait, m)
-			if werr != nil {
-				return nil, notAcquired(ctx, name, err)
-			}
-			// A wake-up that lost the race is not reset: the backoff goes
-			// on growing, and the next release wakes a waiter anyway.
-			p.Handoff = woken
-			if g != nil {
-				if l := c.newLease(g, ttl, keepAlive); l.Held() {
-					return l, nil
-				}
+			continue // read after its deadline: the next try finds out
+		}
+		p.Handoff = false
+		switch {
+		case lifetime.Ended(ctx) != nil:
+			return nil, notAcquired(ctx, name, err)
+		case m.Unavailable:
+			return nil, err
+		case !m.NoMajority:
+			failing = time.Time{}
+		case failing.IsZero():
+			failing = begun
+		case time.Since(failing) >= ttl:
+			return nil, joinErr(fmt.Errorf("%w: %q: every try for %v (the ttl) failed a majority of the nodes: the lock service is unavailable",
+				ErrNotAcquired, name, time.Since(failing).Round(time.Millisecond)), err)
+		}
+		if w == nil {
+			w = a.Listen(ctx)
+			continue
+		}
+		wait := backoff.Wait(waits)
+		if m.Poll > 0 {
+			wait = m.Poll
+		}
+		if m.Remaining > 0 && m.Remaining+time.Millisecond < wait {
+			wait = m.Remaining + time.Millisecond // expires without a release
+		}
+		waits++
+		g, woken, werr := w.Wait(ctx, wait, m)
+		if werr != nil {
+			return nil, notAcquired(ctx, name, err)
+		}
+		// A wake-up that lost the race is not reset: the backoff goes
+		// on growing, and the next release wakes a waiter anyway.
+		p.Handoff = woken
+		if g != nil {
+			if l := c.newLease(g, ttl, keepAlive); l.Held() {
+				return l, nil
 			}
 		}
 	}
