@@ -37,25 +37,18 @@ func (s *single) Close(ctx context.Context) error { return s.tr.Close(ctx) }
 
 func (s *single) Kind() observe.Kind { return observe.KindLease }
 
-func (s *single) keys(name string) protocol.Keys { return protocol.KeysFor(s.cfg.Prefix, name) }
-
-// counter is how the client keeps counters.
-func (s *single) counter() protocol.Counter {
-	return protocol.Counter{TTL: s.cfg.CounterTTL, ClockFloor: s.cfg.ClockFloor}
-}
-
 // release is how holder lets go of a lock of this client.
 func (s *single) release(holder string) protocol.Release {
-	return protocol.Release{Holder: holder, Fair: s.cfg.Single.Fair, Counter: s.counter(), PubSub: s.notify.PubSub()}
+	return protocol.Release{Holder: holder, Fair: s.cfg.Single.Fair, Counter: s.cfg.Counter(), PubSub: s.notify.PubSub()}
 }
 
 func (s *single) Inspect(ctx context.Context, name string) (family.State, error) {
-	st, err := protocol.Inspect(ctx, s.rdb, s.keys(name))
+	st, err := protocol.Inspect(ctx, s.rdb, s.cfg.Keys(name))
 	return family.State{Holder: st.Holder, Seq: st.Seq, TTL: st.PTTL, LastSeq: st.LastSeq, Queued: st.Queued}, err
 }
 
 func (s *single) Advance(ctx context.Context, name string, floor uint64) (uint64, error) {
-	return protocol.Advance(ctx, s.rdb, s.keys(name), floor, s.counter())
+	return protocol.Advance(ctx, s.rdb, s.cfg.Keys(name), floor, s.cfg.Counter())
 }
 
 // Begin starts an acquisition: one holder id for all its tries, the fair
@@ -65,8 +58,8 @@ func (s *single) Begin(r family.Request) family.Attempt {
 	if holder == "" {
 		holder = uuid.NewString()
 	}
-	return &singleAttempt{s: s, r: r, keys: s.keys(r.Name),
-		try: protocol.Try{Holder: holder, TTL: r.TTL, Counter: s.counter(), Fair: s.cfg.Single.Fair}}
+	return &singleAttempt{s: s, r: r, keys: s.cfg.Keys(r.Name),
+		try: protocol.Try{Holder: holder, TTL: r.TTL, Counter: s.cfg.Counter(), Fair: s.cfg.Single.Fair}}
 }
 
 // singleAttempt is one acquisition on one Redis.
@@ -201,7 +194,7 @@ func (a *singleAttempt) undo(ctx context.Context, res protocol.TryResult) error 
 // leave takes the waiter out of the queue and, if passOn, lets go of the
 // lock under its holder id, in the background once ctx ends. After a lost
 // reply (lost), a leave that found nothing to release is made once more,
-// in the background, lostCallLag later: the lost call may reach the server
+// in the background, family.LostCallLag later: the lost call may reach the server
 // behind the first leave, which went out on another connection.
 func (a *singleAttempt) leave(ctx context.Context, passOn, lost bool) error {
 	s := a.s
@@ -218,9 +211,9 @@ func (a *singleAttempt) leave(ctx context.Context, passOn, lost bool) error {
 		if err == nil && !released && lost {
 			lost = false
 			a.r.Pending.Go(func() {
-				ctx, cancel := context.WithTimeout(context.Background(), lostCallLag+releaseTimeout)
+				ctx, cancel := context.WithTimeout(context.Background(), family.LostCallLag+releaseTimeout)
 				defer cancel()
-				if family.Sleep(ctx, lostCallLag) == nil {
+				if family.Sleep(ctx, family.LostCallLag) == nil {
 					_, _, _ = family.Send(ctx, s.tr, leave)
 				}
 			})
@@ -231,10 +224,6 @@ func (a *singleAttempt) leave(ctx context.Context, passOn, lost bool) error {
 		return err
 	})
 }
-
-// lostCallLag is how long after a cleanup's first leave a call whose reply
-// was lost is taken to have reached the server, if it ever does.
-const lostCallLag = 25 * time.Millisecond
 
 // Abandon takes a fair waiter that gives up out of the queue and, if the
 // lock was handed to it meanwhile, passes the lock on (not a re-acquire's:
@@ -282,7 +271,7 @@ func (b *singleLease) Release(ctx context.Context) error {
 }
 
 func (b *singleLease) Reissue(ctx context.Context, floor uint64) (uint64, error) {
-	seq, err := protocol.Reissue(ctx, b.s.rdb, b.keys, b.tok.Holder, floor, b.s.counter())
+	seq, err := protocol.Reissue(ctx, b.s.rdb, b.keys, b.tok.Holder, floor, b.s.cfg.Counter())
 	if err != nil {
 		return 0, fmt.Errorf("lease: reissue %q: %w", b.tok.Key, err)
 	}

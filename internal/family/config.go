@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/fencelock/fencelock/internal/lifetime"
+	"github.com/fencelock/fencelock/internal/protocol"
 	"github.com/fencelock/fencelock/internal/sentinel"
 	"github.com/fencelock/fencelock/observe"
 )
@@ -128,4 +129,12 @@ func ApplyAcquire[O AcquireOption](c *Config, ttl time.Duration, opts []O) (Acqu
 		a.Interval = every
 	}
 	return a, nil
+}
+
+// Keys are lock name's keys under the client's prefix, for every kind.
+func (c *Config) Keys(name string) protocol.Keys { return protocol.KeysFor(c.Prefix, name) }
+
+// Counter is how the client keeps a lock's counter (on every node).
+func (c *Config) Counter() protocol.Counter {
+	return protocol.Counter{TTL: c.CounterTTL, ClockFloor: c.ClockFloor}
 }

@@ -269,3 +269,10 @@ func Sleep(ctx context.Context, d time.Duration) error {
 		return ctx.Err()
 	}
 }
+
+// LostCallLag is how long after a call whose reply was lost returned here
+// it is taken to have reached its server, if it ever does: a cleanup that
+// found nothing to release releases once more that much later, since the
+// lost call can reach the server behind the cleanup's first release, on
+// another connection.
+const LostCallLag = 25 * time.Millisecond

@@ -26,12 +26,12 @@ type attempt struct {
 }
 
 func (q *quorum) Begin(r family.Request) family.Attempt {
-	return &attempt{q: q, r: r, keys: q.keys(r.Name)}
+	return &attempt{q: q, r: r, keys: q.cfg.Keys(r.Name)}
 }
 
 // tryFor is one node's try for holder.
 func (q *quorum) tryFor(holder string, ttl time.Duration) protocol.Try {
-	return protocol.Try{Holder: holder, TTL: ttl, Counter: q.counter(), Unfenced: !q.set.quorumFencing}
+	return protocol.Try{Holder: holder, TTL: ttl, Counter: q.cfg.Counter(), Unfenced: !q.set.quorumFencing}
 }
 
 // Try makes one attempt: the acquire script on every node at once, each
@@ -183,7 +183,7 @@ func (a *attempt) releaseAfter(ctx context.Context, holder string, reacquire boo
 		// release may still get that acquire, behind this release on
 		// another connection: it is released once more, in the
 		// background, once the calls still in flight have returned here
-		// and lostCallLag has passed.
+		// and family.LostCallLag has passed.
 		var again []node
 		for i, r := range out {
 			if r.err == nil && !r.val && lost[i] {
@@ -201,7 +201,7 @@ func (a *attempt) releaseAfter(ctx context.Context, holder string, reacquire boo
 						return
 					}
 				}
-				if family.Sleep(bound, lostCallLag) == nil {
+				if family.Sleep(bound, family.LostCallLag) == nil {
 					fanout(bound, again, q.set.nodeTimeout, release, nil)
 				}
 			})
@@ -232,10 +232,6 @@ func (a *attempt) releaseAfter(ctx context.Context, holder string, reacquire boo
 	}
 	return err
 }
-
-// lostCallLag is how long after a lost call returned here it is taken to
-// have reached its node, if it ever does.
-const lostCallLag = 25 * time.Millisecond
 
 // errRetry makes Detach retry a cleanup that failed only on nodes whose
 // acquire had failed too: nothing to report, but something to undo.

@@ -56,7 +56,7 @@ func (b *quorumLease) Refresh(ctx context.Context, tok fence.Token, ttl time.Dur
 			name, held, len(q.nodes), q.quorum), lifetime.Ended(ctx), failed(rs))
 	}
 	if q.set.quorumFencing && len(reset) > 0 {
-		fanout(ctx, reset, q.set.nodeTimeout, adoptOp(b.keys, b.tok.Holder, tok.Seq, q.counter()), nil)
+		fanout(ctx, reset, q.set.nodeTimeout, adoptOp(b.keys, b.tok.Holder, tok.Seq, q.cfg.Counter()), nil)
 	}
 	return nil
 }
@@ -83,7 +83,7 @@ func (b *quorumLease) Reissue(ctx context.Context, floor uint64) (uint64, error)
 		return 0, fmt.Errorf("%w: redlock: reissue %q: tokens need WithQuorumFencing", lease.ErrInvalid, name)
 	}
 	rs := fanout(ctx, q.nodes, q.set.nodeTimeout, func(ctx context.Context, n node, c family.Conn) (uint64, error) {
-		return protocol.Reissue(ctx, c, b.keys, b.tok.Holder, floor, q.counter())
+		return protocol.Reissue(ctx, c, b.keys, b.tok.Holder, floor, q.cfg.Counter())
 	}, nil)
 	held, gone, seq := 0, 0, uint64(0)
 	for _, r := range rs {
@@ -117,7 +117,7 @@ func (b *quorumLease) Reissue(ctx context.Context, floor uint64) (uint64, error)
 			lag = append(lag, q.nodes[i])
 		}
 	}
-	out := fanout(ctx, lag, q.set.nodeTimeout, adoptOp(b.keys, b.tok.Holder, seq, q.counter()), nil)
+	out := fanout(ctx, lag, q.set.nodeTimeout, adoptOp(b.keys, b.tok.Holder, seq, q.cfg.Counter()), nil)
 	for _, r := range out {
 		if r.err == nil {
 			have++

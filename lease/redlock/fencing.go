@@ -39,7 +39,7 @@ func (q *quorum) writeBack(ctx context.Context, name string, k protocol.Keys, ho
 	}
 	var errs error
 	if len(lag) > 0 {
-		out := fanout(ctx, lag, q.set.nodeTimeout, adoptOp(k, holder, seq, q.counter()), nil)
+		out := fanout(ctx, lag, q.set.nodeTimeout, adoptOp(k, holder, seq, q.cfg.Counter()), nil)
 		for _, r := range out {
 			if r.err == nil {
 				have++

@@ -12,7 +12,7 @@ import (
 // Inspect reads the lock on every node at once (one atomic script per node,
 // each bounded by the node timeout) and makes the majority's view of it.
 func (q *quorum) Inspect(ctx context.Context, name string) (family.State, error) {
-	k := q.keys(name)
+	k := q.cfg.Keys(name)
 	rs := fanout(ctx, q.nodes, q.set.nodeTimeout, func(ctx context.Context, n node, c family.Conn) (protocol.State, error) {
 		return protocol.Inspect(ctx, c, k)
 	}, nil)

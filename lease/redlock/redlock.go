@@ -132,18 +132,11 @@ func nodeAddr(i int, rdb redis.UniversalClient) string {
 
 func (q *quorum) Kind() observe.Kind { return observe.KindRedlock }
 
-func (q *quorum) keys(name string) protocol.Keys { return protocol.KeysFor(q.cfg.Prefix, name) }
-
-// counter is how the nodes keep a lock's counter.
-func (q *quorum) counter() protocol.Counter {
-	return protocol.Counter{TTL: q.cfg.CounterTTL, ClockFloor: q.cfg.ClockFloor}
-}
-
 // Advance lifts the counter on every node and succeeds when a majority
 // took it. It returns the smallest counter among those nodes: any later
 // majority shares a node with them, so the next token is greater.
 func (q *quorum) Advance(ctx context.Context, name string, floor uint64) (uint64, error) {
-	k, counter := q.keys(name), q.counter()
+	k, counter := q.cfg.Keys(name), q.cfg.Counter()
 	rs := fanout(ctx, q.nodes, q.set.nodeTimeout, func(ctx context.Context, n node, c family.Conn) (uint64, error) {
 		return protocol.Advance(ctx, c, k, floor, counter)
 	}, nil)
