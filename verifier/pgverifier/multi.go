@@ -27,9 +27,9 @@ func (v *Verifier) WithTxAll(ctx context.Context, tokens map[string]fence.Token,
 		if fn == nil {
 			return invalid("WithTxAll: nil function")
 		}
-		tx, err := v.db.Begin(ctx)
+		tx, err := v.begin(ctx)
 		if err != nil {
-			return fmt.Errorf("pgverifier: begin: %w", err)
+			return err
 		}
 		defer tx.Rollback(context.WithoutCancel(ctx)) // a no-op after the commit
 		for _, c := range cs {

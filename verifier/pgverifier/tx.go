@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/fencelock/fencelock/fence"
+	"github.com/fencelock/fencelock/internal/leasectx"
 	"github.com/fencelock/fencelock/verifier/internal/scaffold"
 )
 
@@ -34,9 +36,9 @@ func (v *Verifier) WithTx(ctx context.Context, resource string, tok fence.Token,
 		if fn == nil {
 			return invalid("WithTx: nil function")
 		}
-		tx, err := v.db.Begin(ctx)
+		tx, err := v.begin(ctx)
 		if err != nil {
-			return fmt.Errorf("pgverifier: begin: %w", err)
+			return err
 		}
 		// After a commit this is a no-op (pgx.ErrTxClosed). On a broken
 		// connection it fails too, and the server rolls back by itself.
@@ -78,9 +80,9 @@ func (v *Verifier) Exec(ctx context.Context, resource string, tok fence.Token, s
 
 // exec is Exec once its arguments are known to be valid.
 func (v *Verifier) exec(ctx context.Context, c scaffold.Claim, sql string, args []any) (pgconn.CommandTag, error) {
-	tx, err := v.db.Begin(ctx)
+	tx, err := v.begin(ctx)
 	if err != nil {
-		return pgconn.CommandTag{}, fmt.Errorf("pgverifier: begin: %w", err)
+		return pgconn.CommandTag{}, err
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx))
 
@@ -130,4 +132,37 @@ func (v *Verifier) exec(ctx context.Context, c scaffold.Claim, sql string, args 
 		return pgconn.CommandTag{}, fmt.Errorf("pgverifier: commit %q: %w", c.Resource(), err)
 	}
 	return tag, nil
+}
+
+// txBeginner begins a transaction with options: *pgxpool.Pool and
+// *pgx.Conn are; a pgx.Tx (a savepoint) is not.
+type txBeginner interface {
+	BeginTx(ctx context.Context, opts pgx.TxOptions) (pgx.Tx, error)
+}
+
+// boundedBegin begins a transaction that the server ends after %d ms
+// idle in it (closing the session) or in one statement. It is sent as one
+// simple query, so the bound costs no round trip.
+const boundedBegin = "BEGIN; SET LOCAL idle_in_transaction_session_timeout = %[1]d; SET LOCAL statement_timeout = %[1]d"
+
+// begin begins the transaction of WithTx, WithTxAll and Exec on v's DB.
+// When ctx carries a lease's deadline (the lease's Context, or a context
+// derived from it) or has a deadline of its own, the server ends the
+// transaction when it idles or runs one statement past what is left of
+// it: a holder frozen inside it cannot keep the resource's row locked
+// after its lease. A DB without BeginTx (a pgx.Tx) is not bounded.
+func (v *Verifier) begin(ctx context.Context) (pgx.Tx, error) {
+	var tx pgx.Tx
+	var err error
+	bound, ok := leasectx.Bound(ctx)
+	if b, can := v.db.(txBeginner); ok && can {
+		ms := (bound + time.Millisecond - 1).Milliseconds() // rounded up: 0 would mean no bound
+		tx, err = b.BeginTx(ctx, pgx.TxOptions{BeginQuery: fmt.Sprintf(boundedBegin, ms)})
+	} else {
+		tx, err = v.db.Begin(ctx)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("pgverifier: begin: %w", err)
+	}
+	return tx, nil
 }
