@@ -41,7 +41,7 @@ func (v *Verifier) WithTxAll(ctx context.Context, tokens map[string]fence.Token,
 			return err
 		}
 		if err := tx.Commit(ctx); err != nil {
-			return fmt.Errorf("pgverifier: commit %d resources: %w", len(cs), err)
+			return kind.CommitFailed(ctx, fmt.Sprintf("%d resources", len(cs)), err)
 		}
 		return nil
 	})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -50,7 +51,7 @@ func (v *Verifier) WithTx(ctx context.Context, resource string, tok fence.Token,
 			return err
 		}
 		if err := tx.Commit(ctx); err != nil {
-			return fmt.Errorf("pgverifier: commit %q: %w", resource, err)
+			return kind.CommitFailed(ctx, strconv.Quote(resource), err)
 		}
 		return nil
 	})
@@ -129,7 +130,7 @@ func (v *Verifier) exec(ctx context.Context, c scaffold.Claim, sql string, args 
 		return pgconn.CommandTag{}, closeErr
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return pgconn.CommandTag{}, fmt.Errorf("pgverifier: commit %q: %w", c.Resource(), err)
+		return pgconn.CommandTag{}, kind.CommitFailed(ctx, strconv.Quote(c.Resource()), err)
 	}
 	return tag, nil
 }

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/fencelock/fencelock/fence"
 	"github.com/fencelock/fencelock/verifier"
@@ -42,7 +43,7 @@ func (v *Verifier) WithTx(ctx context.Context, resource string, tok fence.Token,
 // inTx begins, guards each claim in order, runs fn (if not nil) and
 // commits, in one turn on a *sql.Conn.
 func (v *Verifier) inTx(ctx context.Context, cs []scaffold.Claim, fn func(tx *sql.Tx) error) error {
-	resource := cs[0].Resource()
+	resource := strconv.Quote(cs[0].Resource())
 	if len(cs) > 1 {
 		resource = fmt.Sprintf("%d resources", len(cs))
 	}
@@ -73,7 +74,7 @@ func (v *Verifier) inTx(ctx context.Context, cs []scaffold.Claim, fn func(tx *sq
 		}
 	}
 	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("sqlverifier: commit %q: %w", resource, err)
+		return kind.CommitFailed(ctx, resource, err)
 	}
 	return nil
 }

@@ -1,0 +1,108 @@
+package sqlverifier_test
+
+import (
+	"context"
+	"database/sql"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/fencelock/fencelock/fence"
+	"github.com/fencelock/fencelock/internal/testenv"
+	"github.com/fencelock/fencelock/lease"
+	"github.com/fencelock/fencelock/verifier/internal/pausetest"
+	"github.com/fencelock/fencelock/verifier/sqlverifier"
+)
+
+// pausedTable records who wrote under the lock.
+const pausedTable = "paused_writes"
+
+// holdSQL is the frozen holder: WithTx with its lease's context, a write,
+// then the pause. arg is the target's name.
+func holdSQL(ctx context.Context, arg, resource string, tok fence.Token, inside func()) error {
+	name, dsn, _ := strings.Cut(arg, " ")
+	tg := target{name: name, d: sqlverifier.MySQL, driver: "mysql", dsn: dsn}
+	if name == "postgres" {
+		tg.d, tg.driver = sqlverifier.Postgres, "pgx"
+	}
+	db, err := sql.Open(tg.driver, tg.dsn)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	v, err := sqlverifier.New(db, tg.d)
+	if err != nil {
+		return err
+	}
+	defer v.Close()
+	return v.WithTx(ctx, resource, tok, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, tg.q(`INSERT INTO `+pausedTable+` (resource, who) VALUES (?, 'paused')`), resource); err != nil {
+			return err
+		}
+		inside()
+		return nil
+	})
+}
+
+// TestPausedHolderDoesNotHoldTheRow: a holder frozen (SIGSTOP) inside
+// WithTx, its lease's context passed, holds the resource's row only until
+// its lease ends (on MySQL, rounded up to a second): the server then
+// closes its session. The next holder writes while it is still frozen,
+// and its commit fails when it resumes. Without the bound, the next holder
+// waits for the frozen one to resume.
+func TestPausedHolderDoesNotHoldTheRow(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a holder process")
+	}
+	r := testenv.NewRedis(t)
+	rdb := r.Client()
+	t.Cleanup(func() { rdb.Close() })
+	for _, tg := range []target{targets()[0], targets()[3]} { // MariaDB, PostgreSQL
+		t.Run(tg.name, func(t *testing.T) {
+			ctx := t.Context()
+			db := tg.open(t)
+			_, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS `+pausedTable+` (resource VARCHAR(200) NOT NULL, who VARCHAR(20) NOT NULL)`)
+			require.NoError(t, err)
+			name := "paused/" + t.Name()
+			const ttl = 2 * time.Second
+			locks, err := lease.New(rdb)
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = locks.Close(context.Background()) })
+			v := tg.verifier(t, db)
+			var next fence.Token
+			out := pausetest.Run(t, r.Addr(), tg.name+" "+tg.dsn, name, ttl, 30*time.Second, func(ctx context.Context) error {
+				l, err := locks.Acquire(ctx, name, 10*time.Second)
+				if err != nil {
+					return err
+				}
+				defer l.Release(context.Background())
+				next = l.Token()
+				return v.WithTx(l.Context(), name, next, func(tx *sql.Tx) error {
+					_, err := tx.ExecContext(ctx, tg.q(`INSERT INTO `+pausedTable+` (resource, who) VALUES (?, 'next')`), name)
+					return err
+				})
+			})
+			t.Logf("the next holder wrote %v after the freeze (ttl %v); the frozen holder, resumed: %s",
+				out.Took.Round(time.Millisecond), ttl, out.HolderErr)
+			require.NoError(t, out.NextErr, "the next holder")
+			assert.True(t, out.StoppedAfter, "the next holder wrote while the other was frozen")
+			assert.NotEmpty(t, out.HolderErr, "the frozen holder's commit failed")
+
+			rows, err := db.QueryContext(ctx, tg.q(`SELECT who FROM `+pausedTable+` WHERE resource = ?`), name)
+			require.NoError(t, err)
+			defer rows.Close()
+			var who []string
+			for rows.Next() {
+				var w string
+				require.NoError(t, rows.Scan(&w))
+				who = append(who, w)
+			}
+			require.NoError(t, rows.Err())
+			assert.Equal(t, []string{"next"}, who, "only the next holder's write is in")
+			requireHighest(t, v, name, next.Seq, next.Holder)
+		})
+	}
+}
