@@ -13,6 +13,7 @@ import (
 	"github.com/fencelock/fencelock/fence"
 	"github.com/fencelock/fencelock/internal/testenv"
 	"github.com/fencelock/fencelock/lease"
+	"github.com/fencelock/fencelock/verifier"
 	"github.com/fencelock/fencelock/verifier/internal/pausetest"
 	"github.com/fencelock/fencelock/verifier/sqlverifier"
 )
@@ -104,5 +105,47 @@ func TestPausedHolderDoesNotHoldTheRow(t *testing.T) {
 			assert.Equal(t, []string{"next"}, who, "only the next holder's write is in")
 			requireHighest(t, v, name, next.Seq, next.Holder)
 		})
+	}
+}
+
+// TestBoundGivesTheSessionBack: on MySQL a bounded transaction lowers the
+// session's wait_timeout; the session (the pool's one connection, or the
+// verifier's *sql.Conn) has its own value back afterwards, after a commit
+// and after a refusal.
+func TestBoundGivesTheSessionBack(t *testing.T) {
+	tg := targets()[0]
+	db := tg.open(t)
+	db.SetMaxOpenConns(1)
+	ctx := t.Context()
+	_, err := db.ExecContext(ctx, `SET SESSION wait_timeout = 1234`)
+	require.NoError(t, err)
+	waitTimeout := func(q sqlverifier.Querier) int {
+		var n int
+		require.NoError(t, q.QueryRowContext(ctx, `SELECT @@SESSION.wait_timeout`).Scan(&n))
+		return n
+	}
+	require.Equal(t, 1234, waitTimeout(db))
+	bounded, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	for _, on := range []string{"DB", "Conn"} {
+		var vdb sqlverifier.DB = db
+		if on == "Conn" {
+			c, err := db.Conn(ctx)
+			require.NoError(t, err)
+			defer c.Close()
+			vdb = c
+		}
+		v := tg.verifier(t, vdb)
+		res := "bound/" + t.Name() + "/" + on
+		var inside int
+		require.NoError(t, v.WithTx(bounded, res, tok("b", 2, "h"), func(tx *sql.Tx) error {
+			inside = waitTimeout(tx)
+			return nil
+		}))
+		assert.Equal(t, 60, inside, on+": bounded inside")
+		assert.Equal(t, 1234, waitTimeout(vdb), on+": given back after a commit")
+		err := v.WithTx(bounded, res, tok("b", 1, "h"), func(*sql.Tx) error { return nil })
+		require.ErrorIs(t, err, verifier.ErrStale)
+		assert.Equal(t, 1234, waitTimeout(vdb), on+": given back after a refusal")
 	}
 }
