@@ -123,7 +123,7 @@ func (v *Verifier) exec(ctx context.Context, c scaffold.Claim, sql string, args 
 		if errors.As(guardErr, &pe) && pe.SQL() != v.guardSQL {
 			return pgconn.CommandTag{}, fmt.Errorf("pgverifier: exec: %w", guardErr)
 		}
-		return pgconn.CommandTag{}, fmt.Errorf("pgverifier: guard %q: %w", c.Resource(), guardErr)
+		return pgconn.CommandTag{}, fmt.Errorf("pgverifier: guard %q: %w", c.Resource(), v.noTable.Explain(guardErr))
 	case execErr != nil:
 		return pgconn.CommandTag{}, fmt.Errorf("pgverifier: exec: %w", execErr)
 	case closeErr != nil:

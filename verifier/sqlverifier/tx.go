@@ -155,20 +155,20 @@ func (v *Verifier) Move(ctx context.Context, resource, from, to string) error {
 	defer rollback()
 	if !v.f.rowFirst {
 		if _, err := tx.ExecContext(ctx, v.sql.ensure, resource); err != nil {
-			return fmt.Errorf("sqlverifier: move %q: %w", resource, err)
+			return fmt.Errorf("sqlverifier: move %q: %w", resource, v.noTable.Explain(err))
 		}
 	}
 	var seq int64
 	var holder string
 	var lock sql.NullString
 	if err := tx.QueryRowContext(ctx, v.sql.check, resource).Scan(&seq, &holder, &lock); err != nil {
-		return fmt.Errorf("sqlverifier: move %q: %w", resource, err)
+		return fmt.Errorf("sqlverifier: move %q: %w", resource, v.noTable.Explain(err))
 	}
 	if lock.Valid && lock.String != from {
 		return &verifier.ForeignError{Resource: resource, Token: fence.Token{Key: from}, Lock: lock.String}
 	}
 	if _, err := tx.ExecContext(ctx, v.sql.move, to, resource); err != nil {
-		return fmt.Errorf("sqlverifier: move %q: %w", resource, err)
+		return fmt.Errorf("sqlverifier: move %q: %w", resource, v.noTable.Explain(err))
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("sqlverifier: move %q: commit: %w", resource, err)
