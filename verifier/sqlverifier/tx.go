@@ -31,6 +31,10 @@ import (
 // wrapped: the write and the raised high-water are then both in or both
 // out, never one without the other. A nil fn returns an error wrapping
 // [ErrInvalid], and nothing is claimed.
+//
+// Pass the lease's context (lease.Lease.Context): the database then ends
+// the transaction if it outlives the lease (see "A paused holder" in the
+// package documentation).
 func (v *Verifier) WithTx(ctx context.Context, resource string, tok fence.Token, fn func(tx *sql.Tx) error) error {
 	return kind.Check(ctx, v.b(), resource, tok, func(c scaffold.Claim) error {
 		if fn == nil {
