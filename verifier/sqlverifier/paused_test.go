@@ -3,14 +3,17 @@ package sqlverifier_test
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/fencelock/fencelock/fence"
+	"github.com/fencelock/fencelock/internal/leasectx"
 	"github.com/fencelock/fencelock/internal/testenv"
 	"github.com/fencelock/fencelock/lease"
 	"github.com/fencelock/fencelock/verifier"
@@ -147,5 +150,41 @@ func TestBoundGivesTheSessionBack(t *testing.T) {
 		err := v.WithTx(bounded, res, tok("b", 1, "h"), func(*sql.Tx) error { return nil })
 		require.ErrorIs(t, err, verifier.ErrStale)
 		assert.Equal(t, 1234, waitTimeout(vdb), on+": given back after a refusal")
+	}
+}
+
+// TestBoundWithTxAllAndExec: WithTxAll, given a context that carries a
+// lease's deadline (as lease.Lease.Context does), has the server end a
+// transaction that idles past it (on MySQL, rounded up to a second); on
+// PostgreSQL, Exec's statement that runs past it too (SQLSTATE 57014).
+func TestBoundWithTxAllAndExec(t *testing.T) {
+	for _, tg := range []target{targets()[0], targets()[3]} {
+		t.Run(tg.name, func(t *testing.T) {
+			v := tg.verifier(t, tg.open(t))
+			res := "bound/" + t.Name()
+			leaseCtx := func() context.Context {
+				end := time.Now().Add(300 * time.Millisecond)
+				return leasectx.With(t.Context(), func() time.Time { return end })
+			}
+			ctx := leaseCtx()
+			err := v.WithTxAll(ctx, map[string]fence.Token{res: tok("b", 1, "h")}, func(tx *sql.Tx) error {
+				time.Sleep(1500 * time.Millisecond) // idle in the transaction, past the lease
+				_, err := tx.ExecContext(ctx, `SELECT 1`)
+				return err
+			})
+			require.Error(t, err, "idle past the lease")
+			requireHighest(t, v, res, 0, "")
+			require.NoError(t, v.WithTxAll(t.Context(), map[string]fence.Token{res: tok("b", 2, "h")}, func(tx *sql.Tx) error {
+				time.Sleep(1500 * time.Millisecond)
+				_, err := tx.ExecContext(ctx, `SELECT 1`)
+				return err
+			}), "no lease, no bound")
+			if tg.d != sqlverifier.Postgres {
+				return
+			}
+			_, err = v.Exec(leaseCtx(), res, tok("b", 3, "h"), `SELECT pg_sleep(1)`)
+			var pe *pgconn.PgError
+			assert.True(t, errors.As(err, &pe) && pe.Code == "57014", "Exec: a statement past the lease: %v", err)
+		})
 	}
 }
