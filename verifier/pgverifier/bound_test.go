@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -68,4 +69,13 @@ func TestBoundEveryWay(t *testing.T) {
 	assert.True(t, errors.As(err, &pe) && pe.Code == "57014", "Exec: a statement past the lease: %v", err)
 	_, err = v.Exec(t.Context(), res, tk(), `SELECT pg_sleep(0.5)`)
 	require.NoError(t, err, "Exec: no lease, no bound")
+
+	// A *pgxpool.Pool, which most callers pass, is bounded the same way.
+	pool, err := pgxpool.New(t.Context(), dsn)
+	require.NoError(t, err)
+	defer pool.Close()
+	pv, err := pgverifier.New(pool)
+	require.NoError(t, err)
+	_, err = pv.Exec(leaseCtx(), res, tk(), `SELECT pg_sleep(1)`)
+	assert.True(t, errors.As(err, &pe) && pe.Code == "57014", "Exec on a pool: a statement past the lease: %v", err)
 }
