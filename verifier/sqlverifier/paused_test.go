@@ -15,7 +15,6 @@ import (
 	"github.com/fencelock/fencelock/fence"
 	"github.com/fencelock/fencelock/internal/leasectx"
 	"github.com/fencelock/fencelock/internal/testenv"
-	"github.com/fencelock/fencelock/lease"
 	"github.com/fencelock/fencelock/verifier"
 	"github.com/fencelock/fencelock/verifier/internal/pausetest"
 	"github.com/fencelock/fencelock/verifier/sqlverifier"
@@ -58,12 +57,7 @@ func holdSQL(ctx context.Context, arg, resource string, tok fence.Token, inside 
 // and its commit fails when it resumes. Without the bound, the next holder
 // waits for the frozen one to resume.
 func TestPausedHolderDoesNotHoldTheRow(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs a holder process")
-	}
 	r := testenv.NewRedis(t)
-	rdb := r.Client()
-	t.Cleanup(func() { rdb.Close() })
 	for _, tg := range []target{targets()[0], targets()[3]} { // MariaDB, PostgreSQL
 		t.Run(tg.name, func(t *testing.T) {
 			ctx := t.Context()
@@ -72,19 +66,9 @@ func TestPausedHolderDoesNotHoldTheRow(t *testing.T) {
 			require.NoError(t, err)
 			name := "paused/" + t.Name()
 			const ttl = 2 * time.Second
-			locks, err := lease.New(rdb)
-			require.NoError(t, err)
-			t.Cleanup(func() { _ = locks.Close(context.Background()) })
 			v := tg.verifier(t, db)
-			var next fence.Token
-			out := pausetest.Run(t, r.Addr(), tg.name+" "+tg.dsn, name, ttl, 30*time.Second, func(ctx context.Context) error {
-				l, err := locks.Acquire(ctx, name, 10*time.Second)
-				if err != nil {
-					return err
-				}
-				defer l.Release(context.Background())
-				next = l.Token()
-				return v.WithTx(l.Context(), name, next, func(tx *sql.Tx) error {
+			out := pausetest.Run(t, r.Addr(), tg.name+" "+tg.dsn, name, ttl, func(ctx context.Context, tok fence.Token) error {
+				return v.WithTx(ctx, name, tok, func(tx *sql.Tx) error {
 					_, err := tx.ExecContext(ctx, tg.q(`INSERT INTO `+pausedTable+` (resource, who) VALUES (?, 'next')`), name)
 					return err
 				})
@@ -106,7 +90,7 @@ func TestPausedHolderDoesNotHoldTheRow(t *testing.T) {
 			}
 			require.NoError(t, rows.Err())
 			assert.Equal(t, []string{"next"}, who, "only the next holder's write is in")
-			requireHighest(t, v, name, next.Seq, next.Holder)
+			requireHighest(t, v, name, out.Next.Seq, out.Next.Holder)
 		})
 	}
 }

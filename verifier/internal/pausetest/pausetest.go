@@ -93,6 +93,8 @@ func child(addr string, hold Hold) error {
 
 // Outcome is what [Run] saw.
 type Outcome struct {
+	// Next is the next holder's token.
+	Next fence.Token
 	// NextErr is the next holder's error; nil when it wrote.
 	NextErr error
 	// Took is the time from the freeze to the next holder's return.
@@ -105,13 +107,31 @@ type Outcome struct {
 	HolderErr string
 }
 
+// nextTTL is the next holder's ttl, and limit bounds its wait.
+const (
+	nextTTL = 10 * time.Second
+	limit   = 30 * time.Second
+)
+
 // Run starts the holder child (the test binary, whose TestMain calls
 // [Child]) on the Redis at addr with lock name and ttl, waits until it is
-// inside its transaction, freezes it with SIGSTOP, and runs next, the next
-// holder, with a context that ends after limit. Then it resumes the child
-// (SIGCONT), lets it go on, and returns what happened.
-func Run(t testing.TB, addr, arg, name string, ttl, limit time.Duration, next func(ctx context.Context) error) Outcome {
+// inside its transaction, and freezes it with SIGSTOP. Then the next
+// holder takes the lock (waiting at most 30s) with a 10s ttl, and write
+// writes with its lease's context and token. Then Run resumes the child
+// (SIGCONT), lets it go on, and returns what happened. It skips the test
+// under -short.
+func Run(t testing.TB, addr, arg, name string, ttl time.Duration, write func(ctx context.Context, tok fence.Token) error) Outcome {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("runs a holder process")
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: addr})
+	t.Cleanup(func() { rdb.Close() })
+	locks, err := lease.New(rdb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = locks.Close(context.Background()) })
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -164,7 +184,15 @@ func Run(t testing.TB, addr, arg, name string, ttl, limit time.Duration, next fu
 	var out Outcome
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), limit)
-	out.NextErr = next(ctx)
+	out.NextErr = func() error {
+		l, err := locks.Acquire(ctx, name, nextTTL)
+		if err != nil {
+			return err
+		}
+		defer l.Release(context.Background())
+		out.Next = l.Token()
+		return write(l.Context(), out.Next)
+	}()
 	cancel()
 	out.Took = time.Since(start)
 	out.StoppedAfter = stopped(t, cmd.Process.Pid)
