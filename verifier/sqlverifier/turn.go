@@ -65,8 +65,7 @@ func (t turn) take(ctx context.Context) (release func(), err error) {
 // session's wait_timeout, on a connection taken from the pool for the call
 // (or the verifier's *sql.Conn) and given back its value after.
 func (v *Verifier) begin(ctx context.Context) (*sql.Tx, func(), error) {
-	bound, ok := leasectx.Bound(ctx)
-	if !ok {
+	if _, ok := leasectx.Bound(ctx); !ok {
 		return v.beginOn(ctx, v.db)
 	}
 	if !v.f.rowFirst { // PostgreSQL
@@ -74,6 +73,7 @@ func (v *Verifier) begin(ctx context.Context) (*sql.Tx, func(), error) {
 		if err != nil {
 			return nil, nil, err
 		}
+		bound, _ := leasectx.Bound(ctx)                     // what is left once the pool lent a connection
 		ms := (bound + time.Millisecond - 1).Milliseconds() // rounded up: 0 would mean no bound
 		if _, err := tx.ExecContext(ctx, v.sql.bound, strconv.FormatInt(ms, 10)); err != nil {
 			rollback()
@@ -88,6 +88,7 @@ func (v *Verifier) begin(ctx context.Context) (*sql.Tx, func(), error) {
 		}
 		return v.beginOn(ctx, v.db) // a DB that cannot lend a session: no bound
 	}
+	bound, _ := leasectx.Bound(ctx)                        // what is left once the pool lent a connection
 	secs := int64((bound + time.Second - 1) / time.Second) // rounded up: wait_timeout counts seconds
 	_, err = conn.ExecContext(ctx, strings.Replace(v.sql.bound, "{{seconds}}", strconv.FormatInt(secs, 10), 1))
 	var tx *sql.Tx
