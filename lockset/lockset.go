@@ -10,6 +10,7 @@ import (
 
 	"github.com/fencelock/fencelock/fence"
 	"github.com/fencelock/fencelock/internal/isnil"
+	"github.com/fencelock/fencelock/internal/leasectx"
 	"github.com/fencelock/fencelock/internal/sentinel"
 	"github.com/fencelock/fencelock/lease"
 )
@@ -43,9 +44,11 @@ type Set struct {
 // lock taken earlier is lost while a later one is awaited, Acquire
 // releases what it took and returns an error naming the lock, which wraps
 // the lease's (errors.Is(err, lease.ErrNotAcquired), and ctx.Err() when it
-// ended; lease.ErrLost for a lock lost meanwhile). The releases go on in
-// the background when ctx has ended (see lease.Lease.Release). Give a ttl
-// that outlasts the wait for the later locks, or a keep-alive.
+// ended). A lock lost meanwhile gives one sentence, such as `lockset: "a"
+// expired while waiting for "b"`, wrapping lease.ErrNotAcquired and
+// lease.ErrLost. The releases go on in the background when ctx has ended
+// (see lease.Lease.Release). Give a ttl that outlasts the wait for the
+// later locks, or a keep-alive.
 func Acquire(ctx context.Context, c *lease.Client, names []string, ttl time.Duration, opts ...lease.AcquireOption) (*Set, error) {
 	return take(ctx, c, names, ttl, opts, (*lease.Client).Acquire)
 }
@@ -77,6 +80,7 @@ func take(ctx context.Context, c *lease.Client, names []string, ttl time.Duratio
 	}
 	s := &Set{names: sorted}
 	s.ctx, s.cancel = context.WithCancelCause(context.Background())
+	s.ctx = leasectx.With(s.ctx, s.deadline) // the verifiers bound a transaction by it
 	// The waits end when ctx does, or when a lock taken already is lost.
 	wait, stopWait := context.WithCancelCause(ctx)
 	defer stopWait(nil)
@@ -88,18 +92,54 @@ func take(ctx context.Context, c *lease.Client, names []string, ttl time.Duratio
 			s.add(n, l)
 			continue
 		}
-		if lost := context.Cause(s.ctx); lost != nil {
-			err = fmt.Errorf("%w (%w)", lost, err)
+		if lost := s.lostWhile(n, ctx, err); lost != nil {
+			err = lost
+		} else {
+			err = fmt.Errorf("lockset: %q: %w", n, err)
 		}
 		_ = s.Release(ctx) // the locks taken; in the background if ctx ended
-		return nil, fmt.Errorf("lockset: %q: %w", n, err)
+		return nil, err
 	}
-	if err := s.Err(); err != nil { // lost right after the last acquire
+	if err := s.lostWhile(sorted[len(sorted)-1], ctx, nil); err != nil { // lost right after the last acquire
 		_ = s.Release(ctx)
-		return nil, fmt.Errorf("%w: %w", lease.ErrNotAcquired, err)
+		return nil, err
 	}
 	return s, nil
 }
+
+// lostWhile returns, when a lease of s ended while Acquire waited for lock
+// name, one sentence that says which and why, wrapping lease.ErrNotAcquired
+// and that lease's error (lease.ErrLost); nil when none ended. The wait's
+// own error, err, is kept only when the caller's ctx ended too: else its
+// "context canceled" is the set's, not the caller's.
+func (s *Set) lostWhile(name string, ctx context.Context, err error) error {
+	for _, l := range s.Leases() {
+		lerr := l.Err()
+		if lerr == nil {
+			continue
+		}
+		msg := fmt.Sprintf("lockset: %q was lost while waiting for %q (%v)", l.Name(), name, lerr)
+		if errors.Is(lerr, lease.ErrLost) && !time.Now().Before(l.Deadline()) {
+			msg = fmt.Sprintf("lockset: %q expired while waiting for %q: give a ttl that outlasts the wait, or a keep-alive", l.Name(), name)
+		}
+		errs := []error{lease.ErrNotAcquired, lerr}
+		if ctx.Err() != nil && err != nil {
+			errs = append(errs, err)
+		}
+		return &lostError{msg: msg, errs: errs}
+	}
+	return nil
+}
+
+// lostError is a set's acquire that failed because a lease it held ended
+// while it waited for the next: its own message, and the errors it wraps.
+type lostError struct {
+	msg  string
+	errs []error
+}
+
+func (e *lostError) Error() string   { return e.msg }
+func (e *lostError) Unwrap() []error { return e.errs }
 
 // add records l, taken for name, and ends the set's context when l ends.
 func (s *Set) add(name string, l *lease.Lease) {
@@ -109,6 +149,17 @@ func (s *Set) add(name string, l *lease.Lease) {
 	s.stops = append(s.stops, context.AfterFunc(l.Context(), func() {
 		s.cancel(fmt.Errorf("lockset: %q: %w", name, context.Cause(l.Context())))
 	}))
+}
+
+// deadline is the earliest local deadline of the set's leases.
+func (s *Set) deadline() time.Time {
+	var d time.Time
+	for _, l := range s.Leases() {
+		if ld := l.Deadline(); d.IsZero() || ld.Before(d) {
+			d = ld
+		}
+	}
+	return d
 }
 
 // Names returns the set's lock names in canonical order.
@@ -148,7 +199,9 @@ func (s *Set) Token(name string) (fence.Token, bool) {
 
 // Context returns a context that is cancelled when any of the set's leases
 // ends (lost, or released); its cause is that lease's Err, prefixed with
-// the lock's name. Pass it to the work done under the locks.
+// the lock's name. Pass it to the work done under the locks: given to
+// pgverifier's or sqlverifier's WithTxAll, it also has the database end
+// the transaction when the earliest lease's deadline passes.
 func (s *Set) Context() context.Context {
 	if s == nil {
 		ctx, cancel := context.WithCancelCause(context.Background())

@@ -3,6 +3,8 @@ package lockset_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -10,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/fencelock/fencelock/internal/leasectx"
 	"github.com/fencelock/fencelock/lease"
 	"github.com/fencelock/fencelock/lockset"
 )
@@ -108,7 +111,52 @@ func TestLostWhileWaitingForTheNext(t *testing.T) {
 	assert.ErrorIs(t, err, lease.ErrNotAcquired)
 	assert.NoError(t, ctx.Err(), "gave up before its context ended")
 	assert.Less(t, time.Since(start), 4*time.Second)
-	assert.Contains(t, err.Error(), a)
+	assert.Equal(t, fmt.Sprintf("lockset: %q expired while waiting for %q: give a ttl that outlasts the wait, or a keep-alive", a, b), err.Error())
+	assert.NotErrorIs(t, err, context.Canceled, "the caller's context was not cancelled")
+}
+
+// TestGoneWhileWaitingForTheNext: the first lock disappears from Redis
+// while the second is awaited; its keep-alive finds it gone, and Acquire
+// gives up in one sentence that names both and says why.
+func TestGoneWhileWaitingForTheNext(t *testing.T) {
+	locks, other := newLocks(t), newLocks(t)
+	ns := names(t, "a", "b")
+	a, b := ns[0], ns[1]
+	lb, err := other.Acquire(t.Context(), b, 10*time.Second)
+	require.NoError(t, err)
+	defer lb.Release(t.Context())
+
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	go func() { // once a is taken, while b is awaited
+		for len(held(t, shared, a)) == 0 && ctx.Err() == nil {
+			time.Sleep(5 * time.Millisecond)
+		}
+		shared.Del(ctx, lockKey(a))
+	}()
+	_, err = lockset.Acquire(ctx, locks, []string{a, b}, 3*time.Second, lease.WithKeepAlive(50*time.Millisecond))
+	require.ErrorIs(t, err, lease.ErrLost)
+	assert.ErrorIs(t, err, lease.ErrNotAcquired)
+	assert.NotErrorIs(t, err, context.Canceled)
+	assert.NoError(t, ctx.Err(), "gave up before its context ended")
+	prefix := fmt.Sprintf("lockset: %q was lost while waiting for %q (lease: lost: ", a, b)
+	assert.True(t, strings.HasPrefix(err.Error(), prefix), "%q\nhas not the prefix %q", err, prefix)
+	assert.Equal(t, 1, strings.Count(err.Error(), "lockset:"), "one sentence: %q", err)
+}
+
+// TestContextCarriesTheDeadline: the set's context tells a verifier the
+// earliest local deadline of its leases, by which it bounds a guarded
+// transaction.
+func TestContextCarriesTheDeadline(t *testing.T) {
+	ctx := t.Context()
+	set, err := lockset.Acquire(ctx, newLocks(t), names(t, "a", "b"), 10*time.Second)
+	require.NoError(t, err)
+	defer set.Release(ctx)
+	d, ok := leasectx.Deadline(set.Context())
+	require.True(t, ok)
+	ls := set.Leases()
+	assert.Equal(t, ls[0].Deadline(), d, "the first lease's, the earlier")
+	assert.True(t, ls[1].Deadline().After(d))
 }
 
 // TestContextEndsWhenOneIsLost: the lock of one name disappears from

@@ -14,6 +14,7 @@ import (
 
 	"github.com/fencelock/fencelock/fence"
 	"github.com/fencelock/fencelock/internal/emit"
+	"github.com/fencelock/fencelock/internal/leasectx"
 	"github.com/fencelock/fencelock/observe"
 )
 
@@ -82,6 +83,7 @@ type Life struct {
 func Start(b Backend, tok fence.Token, start time.Time, ttl time.Duration, cfg Config) *Life {
 	l := &Life{b: b, cfg: cfg, tok: tok, op: make(chan struct{}, 1), started: start}
 	l.ctx, l.cancel = context.WithCancelCause(context.Background())
+	l.ctx = leasectx.With(l.ctx, l.Deadline) // the storage bounds a transaction by it
 	l.deadline = start.Add(ttl - Drift(ttl, cfg.DriftFactor))
 	// Under the lock: a deadline already past fires expire at once, and
 	// expire must find the timer set.

@@ -2,7 +2,7 @@
 // transaction as the write they protect.
 //
 //	v, err := pgverifier.New(pool) // after migrations.Apply(ctx, pool)
-//	err = v.WithTx(ctx, "accounts/7", l.Token(), func(tx pgx.Tx) error {
+//	err = v.WithTx(l.Context(), "accounts/7", l.Token(), func(tx pgx.Tx) error {
 //		_, err := tx.Exec(ctx, "UPDATE accounts SET balance = balance - 10 WHERE id = 7")
 //		return err
 //	})
@@ -92,6 +92,26 @@
 // pg_guarded, pg_guarded_withtx and pg_perrow. The fastest is the per-row
 // pattern when the data is one row per resource; otherwise Exec, for a
 // write that needs no read in Go first.
+//
+// # A paused holder
+//
+// A holder frozen inside [Verifier.WithTx] (a GC pause, SIGSTOP, a frozen
+// VM) would keep the resource's row locked, and every later holder
+// waiting, until it resumes. So when the context given to WithTx,
+// WithTxAll or Exec is the lease's (lease.Lease.Context, lockset's
+// Set.Context, or a context derived from one), or has a deadline, the
+// transaction begins with
+//
+//	SET LOCAL idle_in_transaction_session_timeout = <ms left>; SET LOCAL statement_timeout = <ms left>
+//
+// in the BEGIN itself (no round trip more): the server closes the session
+// of a transaction that idles, or runs one statement, past what was left
+// of the lease, the row lock goes with it, and the frozen holder's commit
+// fails when it resumes. A context with neither sets no bound, nor does a
+// DB without BeginTx (a pgx.Tx); with [Verifier.Guard] in your own
+// transaction, set them yourself. The bound counts from the BEGIN: a
+// transaction that idles longer than its lease had left, even with a
+// keep-alive, is ended too.
 //
 // # Durability
 //

@@ -13,6 +13,7 @@ import (
 
 	"github.com/fencelock/fencelock/internal/testenv"
 	"github.com/fencelock/fencelock/migrations"
+	"github.com/fencelock/fencelock/verifier/internal/pausetest"
 )
 
 // dsn is the throwaway PostgreSQL that TestMain starts for the package, with
@@ -20,6 +21,7 @@ import (
 var dsn string
 
 func TestMain(m *testing.M) {
+	pausetest.Child(holdPG) // a holder process of paused_test.go
 	os.Exit(run(m))
 }
 

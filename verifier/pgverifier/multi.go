@@ -27,9 +27,9 @@ func (v *Verifier) WithTxAll(ctx context.Context, tokens map[string]fence.Token,
 		if fn == nil {
 			return invalid("WithTxAll: nil function")
 		}
-		tx, err := v.db.Begin(ctx)
+		tx, err := v.begin(ctx)
 		if err != nil {
-			return fmt.Errorf("pgverifier: begin: %w", err)
+			return err
 		}
 		defer tx.Rollback(context.WithoutCancel(ctx)) // a no-op after the commit
 		for _, c := range cs {
@@ -41,7 +41,7 @@ func (v *Verifier) WithTxAll(ctx context.Context, tokens map[string]fence.Token,
 			return err
 		}
 		if err := tx.Commit(ctx); err != nil {
-			return fmt.Errorf("pgverifier: commit %d resources: %w", len(cs), err)
+			return kind.CommitFailed(ctx, fmt.Sprintf("%d resources", len(cs)), err)
 		}
 		return nil
 	})

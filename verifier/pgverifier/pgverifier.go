@@ -75,6 +75,7 @@ type Verifier struct {
 	highestSQL string
 	moveSQL    string
 	resetSQL   string
+	noTable    scaffold.NoTable
 }
 
 var (
@@ -112,6 +113,7 @@ func New(db DB, opts ...Option) (*Verifier, error) {
 		highestSQL: scaffold.PostgresHighest(table),
 		moveSQL:    strings.ReplaceAll(moveSQL, "{{table}}", table),
 		resetSQL:   scaffold.PostgresReset(table),
+		noTable:    scaffold.NoTable{Table: table, Apply: "migrations.Apply", Default: len(c.Table) == 1 && c.Table[0] == DefaultTable},
 	}, nil
 }
 
@@ -178,7 +180,7 @@ func (v *Verifier) guard(ctx context.Context, q Querier, c scaffold.Claim) error
 			return false, nil
 		}
 		if err != nil {
-			return false, fmt.Errorf("pgverifier: guard %q: %w", c.Resource(), err)
+			return false, fmt.Errorf("pgverifier: guard %q: %w", c.Resource(), v.noTable.Explain(err))
 		}
 		return true, nil
 	}
@@ -203,7 +205,7 @@ func (v *Verifier) Move(ctx context.Context, resource, from, to string) error {
 			return nil
 		}
 		if !errors.Is(err, pgx.ErrNoRows) {
-			return fmt.Errorf("pgverifier: move %q: %w", resource, err)
+			return fmt.Errorf("pgverifier: move %q: %w", resource, v.noTable.Explain(err))
 		}
 		row, err := v.highest(ctx, v.db, resource)
 		if err != nil {
@@ -231,7 +233,7 @@ func (v *Verifier) Reset(ctx context.Context, resource string, to fence.Token) e
 	}
 	var seq int64
 	if err := v.db.QueryRow(ctx, v.resetSQL, scaffold.ResetArgs(resource, to)...).Scan(&seq); err != nil {
-		return fmt.Errorf("pgverifier: reset %q: %w", resource, err)
+		return fmt.Errorf("pgverifier: reset %q: %w", resource, v.noTable.Explain(err))
 	}
 	return nil
 }
@@ -263,7 +265,7 @@ func (v *Verifier) row(ctx context.Context, resource, what string) (scaffold.Row
 	}
 	row, err := v.highest(ctx, v.db, resource)
 	if err != nil {
-		return scaffold.Row{}, fmt.Errorf("pgverifier: %s of %q: %w", what, resource, err)
+		return scaffold.Row{}, fmt.Errorf("pgverifier: %s of %q: %w", what, resource, v.noTable.Explain(err))
 	}
 	return row, nil
 }

@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/fencelock/fencelock/fence"
+	"github.com/fencelock/fencelock/internal/leasectx"
 	"github.com/fencelock/fencelock/verifier/internal/scaffold"
 )
 
@@ -29,14 +32,18 @@ import (
 // raised high-water are then both in or both out, never one without the
 // other. A nil fn returns an error wrapping [ErrInvalid], and nothing is
 // claimed.
+//
+// Pass the lease's context (lease.Lease.Context): the database then ends
+// the transaction if it outlives the lease (see "A paused holder" in the
+// package documentation).
 func (v *Verifier) WithTx(ctx context.Context, resource string, tok fence.Token, fn func(tx pgx.Tx) error) error {
 	return kind.Check(ctx, v.b(), resource, tok, func(c scaffold.Claim) error {
 		if fn == nil {
 			return invalid("WithTx: nil function")
 		}
-		tx, err := v.db.Begin(ctx)
+		tx, err := v.begin(ctx)
 		if err != nil {
-			return fmt.Errorf("pgverifier: begin: %w", err)
+			return err
 		}
 		// After a commit this is a no-op (pgx.ErrTxClosed). On a broken
 		// connection it fails too, and the server rolls back by itself.
@@ -48,7 +55,7 @@ func (v *Verifier) WithTx(ctx context.Context, resource string, tok fence.Token,
 			return err
 		}
 		if err := tx.Commit(ctx); err != nil {
-			return fmt.Errorf("pgverifier: commit %q: %w", resource, err)
+			return kind.CommitFailed(ctx, strconv.Quote(resource), err)
 		}
 		return nil
 	})
@@ -78,9 +85,9 @@ func (v *Verifier) Exec(ctx context.Context, resource string, tok fence.Token, s
 
 // exec is Exec once its arguments are known to be valid.
 func (v *Verifier) exec(ctx context.Context, c scaffold.Claim, sql string, args []any) (pgconn.CommandTag, error) {
-	tx, err := v.db.Begin(ctx)
+	tx, err := v.begin(ctx)
 	if err != nil {
-		return pgconn.CommandTag{}, fmt.Errorf("pgverifier: begin: %w", err)
+		return pgconn.CommandTag{}, err
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx))
 
@@ -120,14 +127,47 @@ func (v *Verifier) exec(ctx context.Context, c scaffold.Claim, sql string, args 
 		if errors.As(guardErr, &pe) && pe.SQL() != v.guardSQL {
 			return pgconn.CommandTag{}, fmt.Errorf("pgverifier: exec: %w", guardErr)
 		}
-		return pgconn.CommandTag{}, fmt.Errorf("pgverifier: guard %q: %w", c.Resource(), guardErr)
+		return pgconn.CommandTag{}, fmt.Errorf("pgverifier: guard %q: %w", c.Resource(), v.noTable.Explain(guardErr))
 	case execErr != nil:
 		return pgconn.CommandTag{}, fmt.Errorf("pgverifier: exec: %w", execErr)
 	case closeErr != nil:
 		return pgconn.CommandTag{}, closeErr
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return pgconn.CommandTag{}, fmt.Errorf("pgverifier: commit %q: %w", c.Resource(), err)
+		return pgconn.CommandTag{}, kind.CommitFailed(ctx, strconv.Quote(c.Resource()), err)
 	}
 	return tag, nil
+}
+
+// txBeginner begins a transaction with options: *pgxpool.Pool and
+// *pgx.Conn are; a pgx.Tx (a savepoint) is not.
+type txBeginner interface {
+	BeginTx(ctx context.Context, opts pgx.TxOptions) (pgx.Tx, error)
+}
+
+// boundedBegin begins a transaction that the server ends after %d ms
+// idle in it (closing the session) or in one statement. It is sent as one
+// simple query, so the bound costs no round trip.
+const boundedBegin = "BEGIN; SET LOCAL idle_in_transaction_session_timeout = %[1]d; SET LOCAL statement_timeout = %[1]d"
+
+// begin begins the transaction of WithTx, WithTxAll and Exec on v's DB.
+// When ctx carries a lease's deadline (the lease's Context, or a context
+// derived from it) or has a deadline of its own, the server ends the
+// transaction when it idles or runs one statement past what is left of
+// it: a holder frozen inside it cannot keep the resource's row locked
+// after its lease. A DB without BeginTx (a pgx.Tx) is not bounded.
+func (v *Verifier) begin(ctx context.Context) (pgx.Tx, error) {
+	var tx pgx.Tx
+	var err error
+	bound, ok := leasectx.Bound(ctx)
+	if b, can := v.db.(txBeginner); ok && can {
+		ms := (bound + time.Millisecond - 1).Milliseconds() // rounded up: 0 would mean no bound
+		tx, err = b.BeginTx(ctx, pgx.TxOptions{BeginQuery: fmt.Sprintf(boundedBegin, ms)})
+	} else {
+		tx, err = v.db.Begin(ctx)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("pgverifier: begin: %w", err)
+	}
+	return tx, nil
 }

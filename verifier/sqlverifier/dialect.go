@@ -59,14 +59,14 @@ type flavor struct {
 var flavors = map[Dialect]*flavor{
 	MySQL: {
 		name: observe.VerifierMySQL, quote: "`", maxIdent: 64, length: utf8.RuneCountInString, unit: "64 characters",
-		files:    []string{"guard", "check", "highest", "ensure", "move", "probe", "update", "reset"},
+		files:    []string{"guard", "check", "highest", "ensure", "move", "probe", "update", "reset", "bound", "unbound"},
 		more:     func(_ string, st map[string]string) { st["refusal"] = st["check"] }, // a locking read: REPEATABLE READ
 		try:      (*Verifier).tryMySQL,
 		rowFirst: true,
 	},
 	Postgres: {
 		name: observe.VerifierPostgres, quote: `"`, maxIdent: 63, length: func(s string) int { return len(s) }, unit: "63 bytes",
-		files: []string{"check", "ensure", "move"},
+		files: []string{"check", "ensure", "move", "bound"},
 		more: func(table string, st map[string]string) { // pgverifier's guard and read
 			st["guard"] = scaffold.PostgresGuard(table)
 			st["highest"] = scaffold.PostgresHighest(table)
@@ -117,6 +117,8 @@ type statements struct {
 	probe   string // MySQL: does the row exist
 	update  string // MySQL: the guard's fast path (see prepared)
 	reset   string
+	bound   string // bounds a transaction (see Verifier.begin)
+	unbound string // MySQL: ends the bound, after the transaction
 }
 
 func (f *flavor) statements(d Dialect, table string) statements {
@@ -130,7 +132,8 @@ func (f *flavor) statements(d Dialect, table string) statements {
 	}
 	f.more(table, st)
 	return statements{guard: st["guard"], refusal: st["refusal"], check: st["check"], highest: st["highest"],
-		ensure: st["ensure"], move: st["move"], probe: st["probe"], update: st["update"], reset: st["reset"]}
+		ensure: st["ensure"], move: st["move"], probe: st["probe"], update: st["update"], reset: st["reset"],
+		bound: st["bound"], unbound: st["unbound"]}
 }
 
 // uncomment drops the comment lines ("--" first on the line) of an embedded

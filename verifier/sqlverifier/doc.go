@@ -3,7 +3,7 @@
 // protect.
 //
 //	v, err := sqlverifier.New(db, sqlverifier.MySQL) // after migrations.ApplySQL
-//	err = v.WithTx(ctx, "accounts/7", l.Token(), func(tx *sql.Tx) error {
+//	err = v.WithTx(l.Context(), "accounts/7", l.Token(), func(tx *sql.Tx) error {
 //		_, err := tx.ExecContext(ctx, "UPDATE accounts SET balance = balance - 10 WHERE id = 7")
 //		return err
 //	})
@@ -54,11 +54,12 @@
 // Counted on the wire (TestRoundTrips, one connection, warm), for one
 // UPDATE with an argument:
 //
-//	                                           plain tx   Exec, WithTx
-//	MariaDB, go-sql-driver default DSN            4            5
-//	MariaDB, interpolateParams=true               3            4
-//	PostgreSQL, pgx stdlib                        3            4
+//	                                      plain tx   Exec, WithTx   bounded WithTx
+//	MariaDB, go-sql-driver default DSN       4            5               7
+//	MariaDB, interpolateParams=true          3            4               6
+//	PostgreSQL, pgx stdlib                   3            4               5
 //
+// (Bounded: with the lease's context, see "A paused holder".)
 // A plain transaction is BEGIN, the UPDATE and COMMIT. With the mysql
 // driver's default DSN, a statement with arguments is prepared, run and
 // closed (two round trips; the close needs no answer); with
@@ -184,6 +185,34 @@
 // in the DSN saves a round trip per statement of yours (the driver then
 // escapes values itself); without it each statement with arguments is
 // prepared, run and closed.
+//
+// # A paused holder
+//
+// A holder frozen inside [Verifier.WithTx] (a GC pause, SIGSTOP, a frozen
+// VM) would keep the resource's row locked, and every later holder
+// waiting, until it resumes. So when the context given to WithTx,
+// WithTxAll, Exec or Claim is the lease's (lease.Lease.Context, lockset's
+// Set.Context, or a context derived from one), or has a deadline, the
+// server is told to end the transaction once it idles past what is left
+// of it; the row lock goes with it, and the frozen holder's commit fails
+// when it resumes:
+//
+//   - PostgreSQL: SET LOCAL idle_in_transaction_session_timeout and
+//     statement_timeout, in milliseconds, as the transaction's first
+//     statement (one round trip more).
+//   - MySQL and MariaDB: the session's wait_timeout, in seconds rounded
+//     up, set on the connection before BEGIN and given back its value
+//     after the transaction (two round trips more); a pooled connection
+//     whose value could not be given back is closed, not reused. On
+//     MariaDB, idle_transaction_timeout or idle_write_transaction_timeout,
+//     when set above 0, win over it: leave them at 0. MySQL has no
+//     idle-in-transaction timeout of its own; this bound is wait_timeout's
+//     (tested on MariaDB only).
+//
+// A context with neither sets no bound and costs nothing. With
+// [Verifier.Guard] in your own transaction, set these yourself. The bound
+// counts from the BEGIN: a transaction that idles longer than its lease
+// had left, even with a keep-alive, is ended too.
 //
 // # Durability
 //

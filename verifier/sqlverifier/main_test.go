@@ -18,6 +18,7 @@ import (
 	"github.com/fencelock/fencelock/fence"
 	"github.com/fencelock/fencelock/internal/testenv"
 	"github.com/fencelock/fencelock/migrations"
+	"github.com/fencelock/fencelock/verifier/internal/pausetest"
 	"github.com/fencelock/fencelock/verifier/sqlverifier"
 )
 
@@ -27,6 +28,7 @@ import (
 var mysqlDSN, pgDSN string
 
 func TestMain(m *testing.M) {
+	pausetest.Child(holdSQL) // a holder process of paused_test.go
 	os.Exit(run(m))
 }
 

@@ -34,7 +34,7 @@ func (v *Verifier) Reset(ctx context.Context, resource string, to fence.Token) e
 	}
 	defer release()
 	if _, err := v.db.ExecContext(ctx, v.sql.reset, scaffold.ResetArgs(resource, to)...); err != nil {
-		return fmt.Errorf("sqlverifier: reset %q: %w", resource, err)
+		return fmt.Errorf("sqlverifier: reset %q: %w", resource, v.noTable.Explain(err))
 	}
 	return nil
 }

@@ -80,6 +80,8 @@ type Verifier struct {
 	rows  known     // MySQL: resources whose row exists
 	fast  *prepared // MySQL: the guard's fast path, prepared; nil if db cannot
 	turn  turn      // on a *sql.Conn, the calls' turns on its session
+
+	noTable scaffold.NoTable // what to do when the table is missing
 }
 
 var (
@@ -120,7 +122,8 @@ func New(db DB, dialect Dialect, opts ...Option) (*Verifier, error) {
 		quoted[i] = f.quoteIdent(p)
 	}
 	table := strings.Join(quoted, ".")
-	v := &Verifier{base: kind.Base(f.name, c), db: db, d: dialect, f: f, table: table, sql: f.statements(dialect, table), turn: newTurn(db)}
+	v := &Verifier{base: kind.Base(f.name, c), db: db, d: dialect, f: f, table: table, sql: f.statements(dialect, table), turn: newTurn(db),
+		noTable: scaffold.NoTable{Table: table, Apply: "migrations.ApplySQL", Default: len(c.Table) == 1 && c.Table[0] == DefaultTable}}
 	if f.rowFirst {
 		v.fast = newPrepared(db, v.sql.update)
 		if v.fast != nil {
@@ -234,7 +237,7 @@ func (v *Verifier) ensureRow(ctx context.Context, resource string) error {
 		_, err = v.db.ExecContext(ctx, v.sql.ensure, resource)
 	}
 	if err != nil {
-		return fmt.Errorf("sqlverifier: guard %q: creating its row: %w", resource, err)
+		return fmt.Errorf("sqlverifier: guard %q: creating its row: %w", resource, v.noTable.Explain(err))
 	}
 	v.rows.add(resource)
 	return nil
@@ -267,7 +270,7 @@ func (v *Verifier) tryPostgres(ctx context.Context, q Querier, c scaffold.Claim,
 		return false, nil
 	}
 	if err != nil {
-		return false, fmt.Errorf("sqlverifier: guard %q: %w", c.Resource(), err)
+		return false, fmt.Errorf("sqlverifier: guard %q: %w", c.Resource(), v.noTable.Explain(err))
 	}
 	return true, nil
 }
@@ -285,7 +288,7 @@ func (v *Verifier) tryMySQL(ctx context.Context, q Querier, c scaffold.Claim, ow
 		res, err = q.ExecContext(ctx, v.sql.update, args...)
 	}
 	if err != nil {
-		return false, fmt.Errorf("sqlverifier: guard %q: %w", resource, err)
+		return false, fmt.Errorf("sqlverifier: guard %q: %w", resource, v.noTable.Explain(err))
 	}
 	if n, err := res.RowsAffected(); err == nil && n == 1 {
 		return true, nil
@@ -295,7 +298,7 @@ func (v *Verifier) tryMySQL(ctx context.Context, q Querier, c scaffold.Claim, ow
 	v.rows.del(resource)
 	res, err = q.ExecContext(ctx, v.sql.guard, scaffold.GuardArgs(c)...)
 	if err != nil {
-		return false, fmt.Errorf("sqlverifier: guard %q: %w", resource, err)
+		return false, fmt.Errorf("sqlverifier: guard %q: %w", resource, v.noTable.Explain(err))
 	}
 	// 2: an existing row was changed, which only an accepted token does.
 	n, err := res.RowsAffected()
@@ -324,7 +327,7 @@ func (v *Verifier) Highest(ctx context.Context, resource string) (seq uint64, ho
 		return 0, "", nil
 	}
 	if err != nil {
-		return 0, "", fmt.Errorf("sqlverifier: high-water of %q: %w", resource, err)
+		return 0, "", fmt.Errorf("sqlverifier: high-water of %q: %w", resource, v.noTable.Explain(err))
 	}
 	return uint64(s), holder, nil
 }

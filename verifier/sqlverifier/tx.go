@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/fencelock/fencelock/fence"
 	"github.com/fencelock/fencelock/verifier"
@@ -30,6 +31,10 @@ import (
 // wrapped: the write and the raised high-water are then both in or both
 // out, never one without the other. A nil fn returns an error wrapping
 // [ErrInvalid], and nothing is claimed.
+//
+// Pass the lease's context (lease.Lease.Context): the database then ends
+// the transaction if it outlives the lease (see "A paused holder" in the
+// package documentation).
 func (v *Verifier) WithTx(ctx context.Context, resource string, tok fence.Token, fn func(tx *sql.Tx) error) error {
 	return kind.Check(ctx, v.b(), resource, tok, func(c scaffold.Claim) error {
 		if fn == nil {
@@ -42,7 +47,7 @@ func (v *Verifier) WithTx(ctx context.Context, resource string, tok fence.Token,
 // inTx begins, guards each claim in order, runs fn (if not nil) and
 // commits, in one turn on a *sql.Conn.
 func (v *Verifier) inTx(ctx context.Context, cs []scaffold.Claim, fn func(tx *sql.Tx) error) error {
-	resource := cs[0].Resource()
+	resource := strconv.Quote(cs[0].Resource())
 	if len(cs) > 1 {
 		resource = fmt.Sprintf("%d resources", len(cs))
 	}
@@ -73,7 +78,7 @@ func (v *Verifier) inTx(ctx context.Context, cs []scaffold.Claim, fn func(tx *sq
 		}
 	}
 	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("sqlverifier: commit %q: %w", resource, err)
+		return kind.CommitFailed(ctx, resource, err)
 	}
 	return nil
 }
@@ -154,20 +159,20 @@ func (v *Verifier) Move(ctx context.Context, resource, from, to string) error {
 	defer rollback()
 	if !v.f.rowFirst {
 		if _, err := tx.ExecContext(ctx, v.sql.ensure, resource); err != nil {
-			return fmt.Errorf("sqlverifier: move %q: %w", resource, err)
+			return fmt.Errorf("sqlverifier: move %q: %w", resource, v.noTable.Explain(err))
 		}
 	}
 	var seq int64
 	var holder string
 	var lock sql.NullString
 	if err := tx.QueryRowContext(ctx, v.sql.check, resource).Scan(&seq, &holder, &lock); err != nil {
-		return fmt.Errorf("sqlverifier: move %q: %w", resource, err)
+		return fmt.Errorf("sqlverifier: move %q: %w", resource, v.noTable.Explain(err))
 	}
 	if lock.Valid && lock.String != from {
 		return &verifier.ForeignError{Resource: resource, Token: fence.Token{Key: from}, Lock: lock.String}
 	}
 	if _, err := tx.ExecContext(ctx, v.sql.move, to, resource); err != nil {
-		return fmt.Errorf("sqlverifier: move %q: %w", resource, err)
+		return fmt.Errorf("sqlverifier: move %q: %w", resource, v.noTable.Explain(err))
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("sqlverifier: move %q: commit: %w", resource, err)
