@@ -4,7 +4,22 @@
 # ones (mariadb-install-db, mariadbd). Nothing is started here and no system
 # service is used: the project's own code starts throwaway servers on free
 # loopback ports.
+#
+# With --valkey it also installs valkey-server (scripts/test.sh runs the
+# lease and recipe tests against it too). Debian bookworm has it only in its
+# backports suite: the script adds that suite (from the machine's own Debian
+# mirror) when no source names it, and installs from it. The package's own
+# service is neither started nor left enabled, so it never takes 6379 from a
+# Redis there.
 set -euo pipefail
+
+want_valkey=0
+for a in "$@"; do
+	case $a in
+	--valkey) want_valkey=1 ;;
+	*) echo "usage: scripts/deps.sh [--valkey]" >&2; exit 2 ;;
+	esac
+done
 
 have_pg() {
 	[ -n "${PG_BIN:-}" ] && [ -x "$PG_BIN/initdb" ] && return 0
@@ -18,29 +33,94 @@ have_mariadb() {
 	have mariadbd && have mariadb-install-db
 }
 
+# has_suite reports whether an apt source (one-line or deb822) names suite.
+has_suite() {
+	local f
+	for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources; do
+		[ -r "$f" ] && grep -Eqs "^[^#]*[[:space:]]$1([[:space:]]|\$)" "$f" && return 0
+	done
+	return 1
+}
+
 missing=()
 command -v go >/dev/null 2>&1 || { echo "deps: Go is not installed; see https://go.dev/doc/install" >&2; exit 1; }
 command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
 have_pg || missing+=(postgresql)
 have_mariadb || missing+=(mariadb-server)
-[ ${#missing[@]} -eq 0 ] && exit 0
+valkey=0
+[ $want_valkey -eq 1 ] && ! command -v valkey-server >/dev/null 2>&1 && valkey=1
+[ ${#missing[@]} -eq 0 ] && [ $valkey -eq 0 ] && exit 0
 
-echo "deps: installing ${missing[*]}" >&2
+[ $valkey -eq 1 ] && all=("${missing[@]}" valkey-server) || all=("${missing[@]}")
+echo "deps: installing ${all[*]}" >&2
 if [ "$(id -u)" -eq 0 ]; then
 	sudo=()
 elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
 	sudo=(sudo -n)
 else
-	echo "deps: missing ${missing[*]}; run this, then try again:" >&2
-	echo "  sudo apt-get update && sudo apt-get install -y ${missing[*]}" >&2
+	echo "deps: missing ${all[*]}; run this as root (or with sudo), or install them yourself" >&2
 	exit 1
 fi
 if ! command -v apt-get >/dev/null 2>&1; then
-	echo "deps: missing ${missing[*]} and no apt-get here; install them with your package manager" >&2
+	echo "deps: missing ${all[*]} and no apt-get here; install them with your package manager" >&2
 	exit 1
 fi
 export DEBIAN_FRONTEND=noninteractive
+
+# backports names the Debian backports suite valkey-server comes from, or
+# stays empty on a system whose release has no such suite (not Debian).
+backports=""
+if [ $valkey -eq 1 ] && [ -r /etc/os-release ]; then
+	codename=$(. /etc/os-release && [ "${ID:-}" = debian ] && echo "${VERSION_CODENAME:-}")
+	if [ -n "$codename" ]; then
+		backports=$codename-backports
+		if ! has_suite "$backports"; then
+			# The mirror the machine already uses for its release.
+			mirror=$(apt-cache policy | awk -v s="$codename/main" '$3 == s { print $2; exit }')
+			if [ -z "$mirror" ]; then
+				"${sudo[@]}" apt-get update -qq
+				mirror=$(apt-cache policy | awk -v s="$codename/main" '$3 == s { print $2; exit }')
+			fi
+			[ -n "$mirror" ] || { echo "deps: no apt source for Debian $codename found; cannot add $backports" >&2; exit 1; }
+			echo "deps: adding the $backports suite ($mirror) for valkey-server" >&2
+			{
+				echo "Types: deb"
+				echo "URIs: $mirror"
+				echo "Suites: $backports"
+				echo "Components: main"
+				[ -r /usr/share/keyrings/debian-archive-keyring.gpg ] &&
+					echo "Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg"
+			} | "${sudo[@]}" tee "/etc/apt/sources.list.d/$backports.sources" >/dev/null
+		fi
+	fi
+fi
+
+# Keep the packages' services from starting during the install (a Valkey
+# would compete with a running Redis for 6379): invoke-rc.d and
+# deb-systemd-invoke ask policy-rc.d, and 101 means "not now".
+policy=/usr/sbin/policy-rc.d
+if [ ! -e $policy ]; then
+	printf '#!/bin/sh\nexit 101\n' | "${sudo[@]}" tee $policy >/dev/null
+	"${sudo[@]}" chmod 755 $policy
+	trap '"${sudo[@]}" rm -f '$policy EXIT
+fi
+
 "${sudo[@]}" apt-get update -qq
-"${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-# The Debian packages start system services; fencelock never uses them (its
-# tests start their own servers on free ports, never 5432 or 3306).
+if [ ${#missing[@]} -gt 0 ]; then
+	"${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+if [ $valkey -eq 1 ]; then
+	target=()
+	[ -n "$backports" ] && target=(-t "$backports")
+	"${sudo[@]}" apt-get install -y -qq --no-install-recommends "${target[@]}" valkey-server >/dev/null
+	# Not at the next boot either.
+	if [ -d /run/systemd/system ]; then
+		"${sudo[@]}" systemctl disable --now valkey-server.service >/dev/null 2>&1 || true
+	elif [ -x /etc/init.d/valkey-server ] && command -v update-rc.d >/dev/null 2>&1; then
+		"${sudo[@]}" update-rc.d valkey-server disable >/dev/null 2>&1 || true
+	fi
+	echo "deps: $(valkey-server --version)" >&2
+fi
+# The Debian packages of Redis, PostgreSQL and MariaDB start system services
+# where policy-rc.d did not stop them; fencelock never uses them (its tests
+# start their own servers on free ports, never 6379, 5432 or 3306).
