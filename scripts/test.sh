@@ -12,7 +12,14 @@
 # with the summary plain go test prints, and the exit code is go test's.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/deps.sh --valkey
+# CI must run the Valkey tests; elsewhere a machine without a valkey-server
+# package (deps.sh exits 3) runs the rest and says so.
+valkey=1
+scripts/deps.sh --valkey || {
+	rc=$?
+	[ $rc -eq 3 ] && [ "${CI:-}" != true ] || exit $rc
+	valkey=0
+}
 # bench/ and extra/* are nested modules (the peers, redsync and redislock,
 # OpenTelemetry and gocron must not become the library's dependencies);
 # go.work makes them resolvable from here.
@@ -46,8 +53,12 @@ run "$@" "${pkgs[@]}"
 
 # The packages whose behaviour rests on the server's scripts and commands, on
 # Valkey: every server they start is a valkey-server.
-echo "test: the lease and recipe packages again, on $(valkey-server --version | cut -d' ' -f1-3)"
-REDIS_URL= FENCELOCK_REDIS_SERVER=valkey-server run "$@" ./lease/ ./lease/redlock/ ./election/ ./once/ ./lockset/ ./heal/ ./cmd/fencelock/
+if [ $valkey -eq 1 ]; then
+	echo "test: the lease and recipe packages again, on $(valkey-server --version | cut -d' ' -f1-3)"
+	REDIS_URL= FENCELOCK_REDIS_SERVER=valkey-server run "$@" ./lease/ ./lease/redlock/ ./election/ ./once/ ./lockset/ ./heal/ ./cmd/fencelock/
+else
+	echo "test: NOT run on Valkey: no valkey-server here (see scripts/deps.sh --valkey)" >&2
+fi
 
 # A fresh clone must stay clean: the workspace's go.work.sum is committed
 # whole, so no build may add to it or drop from it.
