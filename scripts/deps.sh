@@ -76,7 +76,9 @@ export DEBIAN_FRONTEND=noninteractive
 
 # Keep the packages' services from starting during the install (a Valkey
 # would compete with a running Redis for 6379): invoke-rc.d and
-# deb-systemd-invoke ask policy-rc.d, and 101 means "not now".
+# deb-systemd-invoke ask policy-rc.d, and 101 means "not now". fencelock never
+# uses a system service: its tests start their own servers on free ports,
+# never 6379, 5432 or 3306.
 policy=/usr/sbin/policy-rc.d
 if [ ! -e $policy ]; then
 	printf '#!/bin/sh\nexit 101\n' | "${sudo[@]}" tee $policy >/dev/null
@@ -93,9 +95,9 @@ fi
 # has_candidate reports whether apt can install package $1 (read whole: a
 # pipe into grep -q would fail under pipefail when apt-cache gets SIGPIPE).
 has_candidate() {
-	local policy
-	policy=$(apt-cache policy "$1" 2>/dev/null) || return 1
-	[[ $policy =~ Candidate:\ [^\(] ]]
+	local out
+	out=$(apt-cache policy "$1" 2>/dev/null) || return 1
+	[[ $out =~ Candidate:\ [^\(] ]]
 }
 
 # On Debian, valkey-server may be only in the release's backports suite
@@ -133,6 +135,3 @@ elif [ -x /etc/init.d/valkey-server ] && command -v update-rc.d >/dev/null 2>&1;
 	"${sudo[@]}" update-rc.d valkey-server disable >/dev/null 2>&1 || true
 fi
 echo "deps: $(valkey-server --version)" >&2
-# The Debian packages of Redis, PostgreSQL and MariaDB start system services
-# where policy-rc.d did not stop them; fencelock never uses them (its tests
-# start their own servers on free ports, never 6379, 5432 or 3306).
