@@ -25,6 +25,11 @@
 // persistence forgets its keys on restart, a replica can be promoted, a
 // PostgreSQL killed in immediate mode recovers from its WAL.
 //
+// The Redis servers are redis-server, or the binary that $FENCELOCK_REDIS_SERVER
+// ([ServerEnv]) names: FENCELOCK_REDIS_SERVER=valkey-server runs every test
+// that starts a Redis on Valkey instead (scripts/test.sh does so for the lease
+// and recipe packages). REDIS_URL, where set, still wins.
+//
 // When redis-server or the PostgreSQL binaries are missing, the error wraps
 // [ErrNotInstalled] and says how to install them (scripts/deps.sh, or
 // `apt-get install -y redis-server postgresql mariadb-server`). PostgreSQL binaries are looked

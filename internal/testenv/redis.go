@@ -18,6 +18,29 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
+// ServerEnv is the environment variable that picks the server binary that
+// [StartRedis], [StartSentinel] and the others run: a name looked up in PATH
+// or a path, e.g. FENCELOCK_REDIS_SERVER=valkey-server. Unset or empty, it
+// is redis-server.
+const ServerEnv = "FENCELOCK_REDIS_SERVER"
+
+// redisServer returns the path of the server binary that ServerEnv names.
+func redisServer() (string, error) {
+	name := os.Getenv(ServerEnv)
+	if name == "" {
+		name = "redis-server"
+	}
+	bin, err := exec.LookPath(name)
+	if err == nil {
+		return bin, nil
+	}
+	if name == "redis-server" {
+		return "", notInstalled(name, err)
+	}
+	return "", fmt.Errorf("%w: %s (from $%s): %v; for valkey-server run scripts/deps.sh --valkey",
+		ErrNotInstalled, name, ServerEnv, err)
+}
+
 // RedisOptions configures a throwaway redis-server.
 type RedisOptions struct {
 	// Args are extra redis-server arguments, passed after testenv's own
@@ -58,9 +81,9 @@ func StartRedis(ctx context.Context, opt RedisOptions) (*Redis, error) {
 
 // startRedisOn starts a server on port, and only there.
 func startRedisOn(ctx context.Context, port int, args []string) (*Redis, error) {
-	bin, err := exec.LookPath("redis-server")
+	bin, err := redisServer()
 	if err != nil {
-		return nil, notInstalled("redis-server", err)
+		return nil, err
 	}
 	// Checked first: the PING that waits for the new server would
 	// otherwise be answered by the server that holds the port.
@@ -82,9 +105,9 @@ func startRedisOn(ctx context.Context, port int, args []string) (*Redis, error) 
 // startRedis starts a server on a port that portOK accepts, retrying on a new
 // port when the chosen one was taken before redis-server could bind it.
 func startRedis(ctx context.Context, args []string, replicaOf string, portOK func(int) bool) (*Redis, error) {
-	bin, err := exec.LookPath("redis-server")
+	bin, err := redisServer()
 	if err != nil {
-		return nil, notInstalled("redis-server", err)
+		return nil, err
 	}
 	dir, err := makeTempDir("testenv-redis-")
 	if err != nil {
@@ -151,6 +174,9 @@ func (r *Redis) Options() *redis.Options {
 // Client returns a new go-redis client for this server; the caller closes it.
 func (r *Redis) Client() *redis.Client { return redis.NewClient(r.Options()) }
 
+// name is the server binary's name for messages: redis-server, valkey-server.
+func (r *Redis) name() string { return filepath.Base(r.bin) }
+
 func (r *Redis) logPath() string { return filepath.Join(r.dir, "redis.log") }
 
 // Start (re)starts the server on the same port and directory after Stop or
@@ -163,7 +189,7 @@ func (r *Redis) Start(ctx context.Context) error {
 		return ErrClosed
 	}
 	if r.proc.running() {
-		return fmt.Errorf("testenv: redis-server on %s is already running", r.Addr())
+		return fmt.Errorf("testenv: %s on %s is already running", r.name(), r.Addr())
 	}
 	args := []string{
 		"--port", strconv.Itoa(r.port), "--bind", "127.0.0.1", "--dir", r.dir,
@@ -184,7 +210,7 @@ func (r *Redis) Start(ctx context.Context) error {
 	r.proc = p
 	if err := waitPing(ctx, r.Addr(), p); err != nil {
 		p.kill()
-		return startError("redis-server on "+r.Addr(), r.logPath(), offset, err)
+		return startError(r.name()+" on "+r.Addr(), r.logPath(), offset, err)
 	}
 	return nil
 }
@@ -200,7 +226,7 @@ func waitPing(ctx context.Context, addr string, p *proc) error {
 		}
 		select {
 		case <-p.done:
-			return fmt.Errorf("redis-server exited: %v", p.err)
+			return fmt.Errorf("server exited: %v", p.err)
 		case <-ctx.Done():
 			return fmt.Errorf("%w (last PING: %v)", ctx.Err(), last)
 		case <-time.After(10 * time.Millisecond):
@@ -259,7 +285,7 @@ func (r *Redis) signal(sig syscall.Signal) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if !r.proc.running() {
-		return fmt.Errorf("testenv: redis-server on %s is not running", r.Addr())
+		return fmt.Errorf("testenv: %s on %s is not running", r.name(), r.Addr())
 	}
 	return r.proc.signal(sig)
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -51,9 +50,9 @@ func StartSentinel(ctx context.Context, primary *Redis, masterName string) (*Sen
 	if masterName == "" || strings.ContainsAny(masterName, " \t\r\n\"'") {
 		return nil, fmt.Errorf("testenv: bad sentinel master name %q", masterName)
 	}
-	bin, err := exec.LookPath("redis-server")
+	bin, err := redisServer()
 	if err != nil {
-		return nil, notInstalled("redis-server", err)
+		return nil, err
 	}
 	dir, err := makeTempDir("testenv-sentinel-")
 	if err != nil {

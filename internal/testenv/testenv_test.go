@@ -250,3 +250,44 @@ func TestStartHonoursContext(t *testing.T) {
 	require.Error(t, err)
 	assert.True(t, errors.Is(err, context.Canceled), "got %v", err)
 }
+
+// serverInfo returns the INFO server section of the server r runs.
+func serverInfo(t *testing.T, r *Redis) string {
+	t.Helper()
+	c := r.Client()
+	defer c.Close()
+	info, err := c.Info(t.Context(), "server").Result()
+	require.NoError(t, err)
+	return info
+}
+
+func TestServerEnvStartsValkey(t *testing.T) {
+	t.Setenv(ServerEnv, "valkey-server")
+	r := NewRedis(t)
+	assert.Contains(t, serverInfo(t, r), "valkey_version:", "a Valkey answers")
+	require.NoError(t, r.Kill())
+	require.NoError(t, r.Start(t.Context()))
+	assert.Contains(t, serverInfo(t, r), "valkey_version:", "a Valkey again after a restart")
+
+	require.NoError(t, r.Pause())
+	require.NoError(t, r.Resume())
+	assert.Contains(t, serverInfo(t, r), "valkey_version:")
+}
+
+func TestServerEnvDefaultIsRedis(t *testing.T) {
+	t.Setenv(ServerEnv, "")
+	r := NewRedis(t)
+	assert.NotContains(t, serverInfo(t, r), "valkey_version:")
+}
+
+func TestServerEnvMissingBinary(t *testing.T) {
+	t.Setenv(ServerEnv, "")
+	primary := NewRedis(t)
+	t.Setenv(ServerEnv, "no-such-server")
+	_, err := StartRedis(t.Context(), RedisOptions{})
+	require.ErrorIs(t, err, ErrNotInstalled)
+	assert.Contains(t, err.Error(), "no-such-server")
+	assert.Contains(t, err.Error(), ServerEnv)
+	_, err = StartSentinel(t.Context(), primary, "m")
+	require.ErrorIs(t, err, ErrNotInstalled, "sentinels use the same binary")
+}
