@@ -12,7 +12,6 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -24,8 +23,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fencelock/fencelock/election"
+	"github.com/fencelock/fencelock/fence"
 	"github.com/fencelock/fencelock/internal/testenv"
 	"github.com/fencelock/fencelock/lease"
+	"github.com/fencelock/fencelock/once"
 )
 
 // The child's environment.
@@ -53,9 +54,8 @@ func child() (int, bool) {
 }
 
 // scheduler runs a gocron scheduler with one job every second until killed.
-// Each run adds 1 to its tick's field of the hash named like the job: with
-// the locker, the tick its lock is for; with the elector, the second of the
-// run.
+// Each run adds 1 to its tick's field of the hash named like the job: the
+// second it was scheduled for, by this host's clock (skew behind).
 func scheduler(mode string) error {
 	skew, err := time.ParseDuration(os.Getenv(skewEnv))
 	if err != nil {
@@ -68,22 +68,35 @@ func scheduler(mode string) error {
 		return err
 	}
 	job := os.Getenv(jobEnv)
-	var opt gocron.SchedulerOption
-	var task func()
+	record := func(ctx context.Context) error {
+		tick := strconv.FormatInt(time.Now().Add(-skew).Round(time.Second).Unix(), 10)
+		tok, _ := fence.FromContext(ctx)
+		rdb.HIncrBy(context.Background(), job, tick, 1)
+		rdb.HSet(context.Background(), job+":pid", strconv.FormatUint(tok.Seq, 10), os.Getpid()) // who ran, by token
+		time.Sleep(jobTook)
+		return nil
+	}
+	// This host's clock is skew behind: its runs, each second by its clock,
+	// fire skew late.
+	every := gocron.DurationJob(time.Second)
+	start := gocron.WithStartAt(gocron.WithStartDateTime(time.Now().Truncate(time.Second).Add(time.Second + skew)))
+	var s gocron.Scheduler
 	switch mode {
 	case "locker":
-		l, err := NewLocker(c, time.Second)
+		if s, err = gocron.NewScheduler(); err != nil {
+			return err
+		}
+		jobs, err := once.New(rdb)
 		if err != nil {
 			return err
 		}
-		// This host's clock is skew behind: it fires late by skew and reads
-		// a time skew earlier.
-		l.now = func() time.Time { return time.Now().Add(-skew) }
-		rec := &recorder{Locker: l, skew: skew}
-		opt = gocron.WithDistributedLocker(rec)
-		task = func() {
-			rdb.HIncrBy(context.Background(), job, strconv.FormatInt(rec.tick().Unix(), 10), 1)
-			time.Sleep(jobTook)
+		l, err := NewLocker(c, jobs)
+		if err != nil {
+			return err
+		}
+		_, err = l.NewJob(s, every, record, gocron.WithName(job), start)
+		if err != nil {
+			return err
 		}
 	case "elector":
 		e, err := election.New(c, job+"-leader", time.Second)
@@ -95,52 +108,17 @@ func scheduler(mode string) error {
 			return err
 		}
 		go el.Run(context.Background())
-		opt = gocron.WithDistributedElector(el)
-		task = func() {
-			tick := strconv.FormatInt(time.Now().Round(time.Second).Unix(), 10)
-			seq := strconv.FormatUint(el.Term().Token().Seq, 10)
-			rdb.HIncrBy(context.Background(), job, tick, 1)
-			rdb.HSet(context.Background(), job+":pid", seq, os.Getpid()) // who led, by term
-			time.Sleep(jobTook)
+		if s, err = gocron.NewScheduler(gocron.WithDistributedElector(el)); err != nil {
+			return err
+		}
+		if _, err = el.NewJob(s, every, record, gocron.WithName(job), start); err != nil {
+			return err
 		}
 	default:
 		return fmt.Errorf("unknown mode %q", mode)
 	}
-	s, err := gocron.NewScheduler(opt)
-	if err != nil {
-		return err
-	}
-	if _, err := s.NewJob(gocron.CronJob("* * * * * *", true), gocron.NewTask(task), gocron.WithName(job)); err != nil {
-		return err
-	}
 	s.Start()
 	select {} // until killed
-}
-
-// recorder is the Locker of a host whose clock is behind (it fires skew
-// late) and that remembers the tick of its last lock for the job to record.
-type recorder struct {
-	*Locker
-	skew time.Duration
-	mu   sync.Mutex
-	last time.Time
-}
-
-func (r *recorder) Lock(ctx context.Context, key string) (gocron.Lock, error) {
-	time.Sleep(r.skew)
-	k, err := r.Locker.Lock(ctx, key)
-	if err == nil {
-		r.mu.Lock()
-		r.last = k.(*Lock).Tick()
-		r.mu.Unlock()
-	}
-	return k, err
-}
-
-func (r *recorder) tick() time.Time {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.last
 }
 
 func startScheduler(t *testing.T, mode, addr, job string, skew time.Duration) *exec.Cmd {
