@@ -91,12 +91,12 @@ func TestPeriodOf(t *testing.T) {
 	}
 	at := gocron.NewAtTimes(gocron.NewAtTime(12, 0, 0))
 	jobs := map[gocron.Job]time.Duration{
-		add(gocron.DurationJob(300 * time.Millisecond)):                                     300 * time.Millisecond,
-		add(gocron.CronJob("*/2 * * * * *", true)):                                          2 * time.Second,
-		add(gocron.CronJob("0 9 * * 1-5", false)):                                           24 * time.Hour,
-		add(gocron.DailyJob(1, at)):                                                         24 * time.Hour,
-		add(gocron.WeeklyJob(1, gocron.NewWeekdays(time.Monday, time.Thursday), at)):        72 * time.Hour,
-		add(gocron.DurationJob(time.Hour)):                                                  time.Hour,
+		add(gocron.DurationJob(300 * time.Millisecond)):                              300 * time.Millisecond,
+		add(gocron.CronJob("*/2 * * * * *", true)):                                   2 * time.Second,
+		add(gocron.CronJob("0 9 * * 1-5", false)):                                    24 * time.Hour,
+		add(gocron.DailyJob(1, at)):                                                  24 * time.Hour,
+		add(gocron.WeeklyJob(1, gocron.NewWeekdays(time.Monday, time.Thursday), at)): 72 * time.Hour,
+		add(gocron.DurationJob(time.Hour)):                                           time.Hour,
 	}
 	once := add(gocron.OneTimeJob(gocron.OneTimeJobStartDateTime(time.Now().Add(time.Hour))))
 	fast := add(gocron.DurationJob(10 * time.Millisecond))
