@@ -97,6 +97,7 @@ func TestPeriodOf(t *testing.T) {
 		add(gocron.DailyJob(1, at)):                                                  24 * time.Hour,
 		add(gocron.WeeklyJob(1, gocron.NewWeekdays(time.Monday, time.Thursday), at)): 72 * time.Hour,
 		add(gocron.DurationJob(time.Hour)):                                           time.Hour,
+		add(gocron.DurationRandomJob(time.Second, 3*time.Second)):                    time.Second,
 	}
 	once := add(gocron.OneTimeJob(gocron.OneTimeJobStartDateTime(time.Now().Add(time.Hour))))
 	fast := add(gocron.DurationJob(10 * time.Millisecond))
@@ -112,17 +113,31 @@ func TestPeriodOf(t *testing.T) {
 	assert.ErrorIs(t, err, ErrInvalid, "below MinPeriod")
 }
 
-// A job whose schedule has no period is refused at its lock, and never
-// runs.
+// A job whose schedule has no period is refused: a one-time job when it
+// is made, one whose stop time leaves fewer than 3 runs at its lock (and
+// it never runs).
 func TestLockerRefusesAJobWithoutPeriod(t *testing.T) {
 	l := newLocker(t)
 	s := newScheduler(t)
-	lockErr := make(chan error, 1)
 	var ran atomic.Bool
-	_, err := l.NewJob(s, gocron.OneTimeJob(gocron.OneTimeJobStartImmediately()),
-		func(context.Context) error { ran.Store(true); return nil },
+	fn := func(context.Context) error { ran.Store(true); return nil }
+	_, err := l.NewJob(s, gocron.OneTimeJob(gocron.OneTimeJobStartImmediately()), fn, gocron.WithName(jobName(t)))
+	assert.ErrorIs(t, err, ErrInvalid)
+	_, err = l.NewJob(s, gocron.DurationJob(MinPeriod/2), fn, gocron.WithName(jobName(t)))
+	assert.ErrorIs(t, err, ErrInvalid)
+	assert.Empty(t, s.Jobs(), "the refused jobs are not left in the scheduler")
+
+	lockErr := make(chan error, 1)
+	_, err = l.NewJob(s, gocron.DurationJob(time.Second), fn,
 		gocron.WithName(jobName(t)),
-		gocron.WithEventListeners(gocron.AfterLockError(func(_ uuid.UUID, _ string, err error) { lockErr <- err })))
+		gocron.WithStartAt(gocron.WithStartImmediately()),
+		gocron.WithStopAt(gocron.WithStopDateTime(time.Now().Add(1500*time.Millisecond))),
+		gocron.WithEventListeners(gocron.AfterLockError(func(_ uuid.UUID, _ string, err error) {
+			select {
+			case lockErr <- err:
+			default:
+			}
+		})))
 	require.NoError(t, err)
 	s.Start()
 	select {

@@ -101,6 +101,10 @@ func (l *Locker) NewJob(s gocron.Scheduler, def gocron.JobDefinition, fn func(ct
 		_ = s.RemoveJob(j.ID())
 		return nil, fmt.Errorf("%w: job name: %w", ErrInvalid, err)
 	}
+	if err := periodic(j); err != nil {
+		_ = s.RemoveJob(j.ID())
+		return nil, err
+	}
 	jl.job = j
 	close(jl.ready)
 	return j, nil
@@ -168,7 +172,7 @@ func (jl *jobLock) run(jobCtx context.Context, fn func(context.Context) error) e
 	jl.pending = nil
 	jl.mu.Unlock()
 	if r == nil {
-		return fmt.Errorf("%w: %q", ErrNoLock, jl.job.Name())
+		return ErrNoLock
 	}
 	if err := runUnder(jobCtx, r.lease.Context(), r.lease.Token(), fn); err != nil {
 		return err
@@ -205,13 +209,36 @@ func cleanupContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(ctx), cleanupBound)
 }
 
+// periodic refuses, before the scheduler has started, the schedules that
+// cannot have a period: a one-time job, a duration below MinPeriod. The
+// others are checked at each run (periodOf).
+func periodic(j gocron.Job) error {
+	switch sc := j.Schedule().(type) {
+	case gocron.OneTimeJobSchedule:
+		return fmt.Errorf("%w: %q: a one-time job has no period to run it once per", ErrInvalid, j.Name())
+	case gocron.DurationJobSchedule:
+		if sc.Duration < MinPeriod {
+			return fmt.Errorf("%w: %q: runs %v apart, want at least %v", ErrInvalid, j.Name(), sc.Duration, MinPeriod)
+		}
+	case gocron.DurationRandomJobSchedule:
+		if sc.Min < MinPeriod {
+			return fmt.Errorf("%w: %q: runs at least %v apart, want at least %v", ErrInvalid, j.Name(), sc.Min, MinPeriod)
+		}
+	}
+	return nil
+}
+
 // nextRuns is how many of a job's next runs periodOf looks at.
 const nextRuns = 6
 
 // periodOf returns the job's period: the shortest gap between its next
 // runs as gocron schedules them, leaving out the first (a run started
-// at once, or by RunNow, may sit off the schedule).
+// at once, or by RunNow, may sit off the schedule); for a random duration
+// job, its shortest.
 func periodOf(j gocron.Job) (time.Duration, error) {
+	if sc, ok := j.Schedule().(gocron.DurationRandomJobSchedule); ok {
+		return sc.Min, nil // its next gaps are drawn at random, none shorter
+	}
 	runs, err := j.NextRuns(nextRuns)
 	if err != nil {
 		return 0, fmt.Errorf("fencegocron: %q: the schedule: %w", j.Name(), err)
