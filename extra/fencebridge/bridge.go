@@ -21,7 +21,8 @@ type Old interface {
 
 // OldLock is one held lock of the old library.
 type OldLock interface {
-	// Until is the end of the lock's validity by the local clock.
+	// Until is the end of the lock's validity by the local clock. It is
+	// called while a Refresh runs, and must be safe for that.
 	Until() time.Time
 	// Refresh extends the lock by the old library's expiry, and moves
 	// Until. It returns an error wrapping ErrOldNotHeld when the lock
@@ -104,6 +105,9 @@ func (b *Bridge) Acquire(ctx context.Context, name string, ttl time.Duration, op
 	}
 	if ttl < time.Millisecond {
 		return nil, fmt.Errorf("%w: ttl %v, want at least 1ms", ErrInvalid, ttl)
+	}
+	if cfg.interval >= ttl {
+		return nil, fmt.Errorf("%w: keep-alive interval %v, want below the ttl %v", ErrInvalid, cfg.interval, ttl)
 	}
 	old, err := b.old.Lock(ctx, name)
 	if err != nil {

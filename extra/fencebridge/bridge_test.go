@@ -179,9 +179,12 @@ func TestBadInputTakesNothing(t *testing.T) {
 		require.NoError(t, err)
 		assert.Zero(t, n, "no key written for %q %v", name, ttl)
 	}
-	_, err := b.Acquire(t.Context(), "ok", time.Second, fencebridge.WithKeepAlive(time.Millisecond))
-	assert.ErrorIs(t, err, fencebridge.ErrInvalid)
-	_, err = b.Acquire(t.Context(), "ok", time.Second, nil)
+	for _, interval := range []time.Duration{time.Millisecond, time.Second} {
+		_, err := b.Acquire(t.Context(), "ok", time.Second, fencebridge.WithKeepAlive(interval))
+		assert.ErrorIs(t, err, fencebridge.ErrInvalid, "keep-alive every %v", interval)
+		assert.Zero(t, rdb.DBSize(t.Context()).Val(), "no key written for keep-alive every %v", interval)
+	}
+	_, err := b.Acquire(t.Context(), "ok", time.Second, nil)
 	assert.ErrorIs(t, err, fencebridge.ErrInvalid)
 	var nilCtx context.Context
 	_, err = b.Acquire(nilCtx, "ok", time.Second)
