@@ -1,9 +1,11 @@
 // Package redislockbridge is the old lock of a fleet that used
-// bsm/redislock, for a fencebridge.Bridge. It is a module of its own, so
-// that a redislock user's build gets no other peer library.
+// bsm/redislock, for a fencebridge.Bridge.
 //
 //	old := redislockbridge.New(redislock.New(rdb), 30*time.Second, nil)
 //	bridge, err := fencebridge.New(old, locks)
+//
+// It is a module of its own, so that a redislock user's build gets no
+// other peer library.
 package redislockbridge
 
 import (

@@ -1,9 +1,11 @@
 // Package redsyncbridge is the old lock of a fleet that used
-// go-redsync/redsync, for a fencebridge.Bridge. It is a module of its own,
-// so that a redsync user's build gets no other peer library.
+// go-redsync/redsync, for a fencebridge.Bridge.
 //
 //	old := redsyncbridge.New(redsync.New(goredis.NewPool(rdb)), redsync.WithExpiry(30*time.Second))
 //	bridge, err := fencebridge.New(old, locks)
+//
+// It is a module of its own, so that a redsync user's build gets no other
+// peer library.
 package redsyncbridge
 
 import (
