@@ -2,7 +2,6 @@ package fencegocron
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -147,15 +146,23 @@ func (jl *jobLock) Lock(ctx context.Context, name string) (gocron.Lock, error) {
 	if ttl == 0 {
 		ttl = min(period/2, MaxTTL)
 	}
-	ls, err := jl.l.c.TryAcquire(ctx, name, ttl, lease.WithKeepAlive(0))
+	// gocron's ctx lasts as long as the job: a lock step that outlasts the
+	// lease it takes is of no use.
+	lctx, cancel := context.WithTimeout(ctx, ttl)
+	defer cancel()
+	ls, err := jl.l.c.TryAcquire(lctx, name, ttl, lease.WithKeepAlive(0))
 	if err != nil {
 		return nil, fmt.Errorf("fencegocron: %q: %w", name, err)
 	}
-	claim, err := jl.l.jobs.Claim(ctx, ls.Token(), period)
+	claim, err := jl.l.jobs.Claim(lctx, ls.Token(), period)
 	if err != nil {
+		err = fmt.Errorf("fencegocron: %q: %w", name, err)
 		rctx, cancel := cleanupContext(ctx)
 		defer cancel()
-		return nil, errors.Join(fmt.Errorf("fencegocron: %q: %w", name, err), ls.Release(rctx))
+		if rerr := ls.Release(rctx); rerr != nil {
+			err = fmt.Errorf("%w (its release failed too: %v)", err, rerr)
+		}
+		return nil, err
 	}
 	r := &run{lease: ls, claim: claim}
 	jl.mu.Lock()
