@@ -2,6 +2,7 @@ package fencebridge
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -111,6 +112,11 @@ func (b *Bridge) Acquire(ctx context.Context, name string, ttl time.Duration, op
 	}
 	old, err := b.old.Lock(ctx, name)
 	if err != nil {
+		if cerr := ended(ctx); cerr != nil && !errors.Is(err, cerr) {
+			// The old library's error for a call its context ended may be
+			// a socket timeout; the caller checks for the context's.
+			err = errors.Join(err, cerr)
+		}
 		return nil, fmt.Errorf("%w: %q: the old lock: %w", ErrNotAcquired, name, oneLine{err})
 	}
 	wait, cancel := context.WithDeadline(ctx, old.Until())
@@ -143,6 +149,19 @@ func (b *Bridge) Acquire(ctx context.Context, name string, ttl time.Duration, op
 		go lk.keepAlive(interval, ttl)
 	}
 	return lk, nil
+}
+
+// ended returns ctx's error, or context.DeadlineExceeded once its deadline
+// has passed though its timer has not fired yet (a socket deadline set to
+// ctx's can pass first).
+func ended(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
+		return context.DeadlineExceeded
+	}
+	return nil
 }
 
 // unlock releases old after a failed acquire, unless ctx has ended (the old

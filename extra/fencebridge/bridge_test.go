@@ -165,6 +165,15 @@ func TestNewRejectsNil(t *testing.T) {
 	assert.ErrorIs(t, l.Refresh(t.Context(), time.Second), fencebridge.ErrInvalid)
 	_, err = l.Reissue(t.Context(), 1)
 	assert.ErrorIs(t, err, fencebridge.ErrInvalid)
+	assert.NotPanics(t, func() {
+		assert.ErrorIs(t, l.Err(), lease.ErrInvalid, "a nil Lock is as a nil *lease.Lease")
+		assert.ErrorIs(t, context.Cause(l.Context()), lease.ErrInvalid)
+		<-l.Done()
+		assert.False(t, l.Held())
+		assert.Zero(t, l.Token())
+		assert.Zero(t, l.Deadline())
+		assert.Empty(t, l.Name())
+	})
 }
 
 // TestBadInputTakesNothing: a name, ttl or option that fencelock refuses
@@ -329,4 +338,32 @@ func TestRefreshMovesTheDeadline(t *testing.T) {
 	require.NoError(t, err)
 	assert.Greater(t, pttl, 1900*time.Millisecond, "the old key's ttl was reset")
 	require.NoError(t, l.Release(ctx))
+}
+
+// TestFrozenRedisEndsWithTheContext: with Redis frozen (SIGSTOP), an
+// acquire returns by its context's deadline, and its error wraps the
+// context's as well as ErrNotAcquired, whatever the old library's own
+// error for the timed-out call.
+func TestFrozenRedisEndsWithTheContext(t *testing.T) {
+	r := testenv.NewRedis(t)
+	rdb := testenv.CtxClient(t, r.Addr(), 1)
+	locks, err := lease.New(rdb)
+	require.NoError(t, err)
+	t.Cleanup(func() { locks.Close(context.Background()) })
+	b := newBridge(t, rdb, locks, time.Minute)
+	require.NoError(t, rdb.Ping(t.Context()).Err()) // the connection is open
+	require.NoError(t, r.Pause())
+	t.Cleanup(func() { _ = r.Resume() })
+
+	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err = b.Acquire(ctx, "jobs/frozen", time.Minute)
+	took := time.Since(start)
+	require.ErrorIs(t, err, fencebridge.ErrNotAcquired)
+	assert.ErrorIs(t, err, lease.ErrNotAcquired)
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.NotContains(t, err.Error(), "\n")
+	assert.Less(t, took, 300*time.Millisecond+testenv.DeadlineMargin, "returned by its deadline")
+	t.Log(err)
 }

@@ -18,7 +18,8 @@ import (
 //
 // The Lock ends, for good, at the earlier of the two locks' deadlines,
 // when a refresh finds either lock gone, or on Release; Err then says why.
-// Refresh and Release are serialised. Methods are safe for concurrent use.
+// Refresh and Release are serialised. Methods are safe for concurrent use;
+// on a nil *Lock they do no I/O, and behave as on a nil *lease.Lease.
 type Lock struct {
 	lease *lease.Lease
 	old   OldLock
@@ -48,14 +49,17 @@ func (l *Lock) end(cause error) {
 }
 
 // Name is the lock's name.
-func (l *Lock) Name() string { return l.lease.Name() }
+func (l *Lock) Name() string { return l.leaseOf().Name() }
 
 // Token is fencelock's fencing token, to send with every write.
-func (l *Lock) Token() fence.Token { return l.lease.Token() }
+func (l *Lock) Token() fence.Token { return l.leaseOf().Token() }
 
 // Deadline is the earlier of the two locks' local deadlines: past it, the
 // lock must be taken as lost.
 func (l *Lock) Deadline() time.Time {
+	if l == nil {
+		return time.Time{}
+	}
 	if d := l.lease.Deadline(); d.Before(l.old.Until()) {
 		return d
 	}
@@ -64,18 +68,33 @@ func (l *Lock) Deadline() time.Time {
 
 // Context is cancelled when the Lock ends (see Lock); context.Cause is
 // Err. Run the protected work under it.
-func (l *Lock) Context() context.Context { return l.ctx }
+func (l *Lock) Context() context.Context {
+	if l == nil {
+		return l.leaseOf().Context()
+	}
+	return l.ctx
+}
 
 // Done closes when the Lock ends.
-func (l *Lock) Done() <-chan struct{} { return l.ctx.Done() }
+func (l *Lock) Done() <-chan struct{} { return l.Context().Done() }
 
 // Err is nil while the Lock lasts; afterwards an error wrapping
 // lease.ErrLost (ErrLost when the old lock ended it) or lease.ErrReleased.
 func (l *Lock) Err() error {
-	if l.ctx.Err() == nil {
+	ctx := l.Context()
+	if ctx.Err() == nil {
 		return nil
 	}
-	return context.Cause(l.ctx)
+	return context.Cause(ctx)
+}
+
+// leaseOf is l's lease, nil for a nil Lock: a nil *lease.Lease's methods
+// do no I/O and say it is invalid.
+func (l *Lock) leaseOf() *lease.Lease {
+	if l == nil {
+		return nil
+	}
+	return l.lease
 }
 
 // Held reports whether the Lock lasts by the local clock.
