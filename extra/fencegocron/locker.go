@@ -33,7 +33,10 @@ const cleanupBound = 5 * time.Second
 // run that completed less than a period ago, by the Redis server's clock,
 // makes the claim fail and gocron skips the run (a host whose clock is
 // behind does not run a tick again). The period is the job's own: the
-// shortest gap between its next runs, as gocron schedules them.
+// shortest gap between its next runs, as gocron schedules them. The hosts'
+// triggers of one run must spread (clock offsets, scheduler delays) less
+// than the tracker's tolerance, a tenth of the period by default
+// (once.WithTolerance).
 //
 // Tokens of all runs of a job come from one counter, so a verifier at the
 // storage refuses the writes of a run whose lease passed to another host.
