@@ -23,7 +23,10 @@ scripts/deps.sh --valkey || {
 # bench/ and extra/* are nested modules (the peers, redsync and redislock,
 # OpenTelemetry and gocron must not become the library's dependencies);
 # go.work makes them resolvable from here.
-pkgs=(./... ./bench/... ./extra/fencebridge/... ./extra/fenceotel/... ./extra/fencegocron/...)
+# A pattern stops at a nested module: fencebridge's peer adapters are each one.
+pkgs=(./... ./bench/... ./extra/fencebridge/... ./extra/fencebridge/redsyncbridge/...
+	./extra/fencebridge/redislockbridge/... ./extra/fencebridge/internal/peertest/...
+	./extra/fenceotel/... ./extra/fencegocron/...)
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

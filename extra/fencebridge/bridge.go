@@ -5,25 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/fencelock/fencelock/fence"
 	"github.com/fencelock/fencelock/lease"
 )
 
-var (
-	// ErrInvalid is returned (wrapped), before any I/O, for a nil argument,
-	// a lock name that fencelock refuses, or a ttl below 1ms.
-	ErrInvalid = errors.New("fencebridge: invalid argument")
-	// ErrNotAcquired is returned (wrapped, with the cause) when the old
-	// lock or fencelock's could not be taken, or the old one ran out
-	// before fencelock's was taken.
-	ErrNotAcquired = errors.New("fencebridge: not acquired")
-)
-
 // Old is the old library's lock, taken on the bare name as the old fleet
-// takes it. [Redsync] and [Redislock] make one.
+// takes it. Packages redsyncbridge and redislockbridge (modules of their
+// own) make one.
 type Old interface {
 	// Lock takes the lock on name, as the old library does (its retries,
 	// its expiry), and returns it held.
@@ -32,9 +22,15 @@ type Old interface {
 
 // OldLock is one held lock of the old library.
 type OldLock interface {
-	// Until is the end of the lock's validity by the local clock.
+	// Until is the end of the lock's validity by the local clock. It is
+	// called while a Refresh runs, and must be safe for that.
 	Until() time.Time
-	// Unlock releases the lock if this holder still has it.
+	// Refresh extends the lock by the old library's expiry, and moves
+	// Until. It returns an error wrapping ErrOldNotHeld when the lock
+	// expired or passed to another holder.
+	Refresh(ctx context.Context) error
+	// Unlock releases the lock if this holder still has it, and returns
+	// an error wrapping ErrOldNotHeld if not.
 	Unlock(ctx context.Context) error
 }
 
@@ -55,14 +51,53 @@ func New(old Old, locks *lease.Client) (*Bridge, error) {
 	return &Bridge{old: old, locks: locks}, nil
 }
 
+// AcquireOption configures one Acquire.
+type AcquireOption func(*acquireConfig) error
+
+type acquireConfig struct {
+	keepAlive bool
+	interval  time.Duration
+}
+
+// WithKeepAlive refreshes both locks every interval (Lock.Refresh with the
+// acquire's ttl) until the lock is released or lost; 0 means a third of
+// the shorter of the two locks' validity at the acquire. The interval must
+// be at least 10ms and shorter than that validity. A refresh that finds a
+// lock gone ends the Lock; one that fails is retried at the next tick.
+// Off by default.
+func WithKeepAlive(interval time.Duration) AcquireOption {
+	return func(c *acquireConfig) error {
+		if interval != 0 && interval < minKeepAlive {
+			return fmt.Errorf("%w: keep-alive interval %v, want 0 or at least %v", ErrInvalid, interval, minKeepAlive)
+		}
+		c.keepAlive, c.interval = true, interval
+		return nil
+	}
+}
+
+// minKeepAlive is the shortest keep-alive interval, as lease's.
+const minKeepAlive = 10 * time.Millisecond
+
 // Acquire takes the old library's lock on name, then fencelock's lease on
 // name for ttl, waiting for it at most until the old lock runs out. The
 // lock is held until [Lock.Deadline], the earlier of the two deadlines.
 // On failure nothing stays held (see the package doc for an ended ctx),
 // and the error wraps ErrNotAcquired and its cause.
-func (b *Bridge) Acquire(ctx context.Context, name string, ttl time.Duration) (*Lock, error) {
+func (b *Bridge) Acquire(ctx context.Context, name string, ttl time.Duration, opts ...AcquireOption) (*Lock, error) {
+	if b == nil {
+		return nil, fmt.Errorf("%w: nil bridge", ErrInvalid)
+	}
 	if ctx == nil {
 		return nil, fmt.Errorf("%w: nil context", ErrInvalid)
+	}
+	var cfg acquireConfig
+	for _, o := range opts {
+		if o == nil {
+			return nil, fmt.Errorf("%w: nil option", ErrInvalid)
+		}
+		if err := o(&cfg); err != nil {
+			return nil, err
+		}
 	}
 	// Checked before the old lock is taken: fencelock would refuse them
 	// after it.
@@ -72,8 +107,16 @@ func (b *Bridge) Acquire(ctx context.Context, name string, ttl time.Duration) (*
 	if ttl < time.Millisecond {
 		return nil, fmt.Errorf("%w: ttl %v, want at least 1ms", ErrInvalid, ttl)
 	}
+	if cfg.interval >= ttl {
+		return nil, fmt.Errorf("%w: keep-alive interval %v, want below the ttl %v", ErrInvalid, cfg.interval, ttl)
+	}
 	old, err := b.old.Lock(ctx, name)
 	if err != nil {
+		if cerr := ended(ctx); cerr != nil && !errors.Is(err, cerr) {
+			// The old library's error for a call its context ended may be
+			// a socket timeout; the caller checks for the context's.
+			err = errors.Join(err, cerr)
+		}
 		return nil, fmt.Errorf("%w: %q: the old lock: %w", ErrNotAcquired, name, oneLine{err})
 	}
 	wait, cancel := context.WithDeadline(ctx, old.Until())
@@ -82,16 +125,43 @@ func (b *Bridge) Acquire(ctx context.Context, name string, ttl time.Duration) (*
 	if err != nil {
 		return nil, fmt.Errorf("%w: %q: fencelock's lock: %w%s", ErrNotAcquired, name, oneLine{err}, unlock(ctx, old))
 	}
-	lk := &Lock{lease: l, old: old}
-	if !time.Now().Before(lk.Deadline()) {
+	validity := time.Until(l.Deadline())
+	if v := time.Until(old.Until()); v < validity {
+		validity = v
+	}
+	if validity <= 0 {
 		// The old lock ran out while fencelock's was being taken: an old
 		// process may hold it by now.
 		rerr := l.Release(ctx)
 		return nil, fmt.Errorf("%w: %q: the old lock ran out before fencelock's was taken%s%s",
 			ErrNotAcquired, name, also("fencelock's release", rerr), unlock(ctx, old))
 	}
-	lk.ctx, lk.cancel = context.WithDeadline(l.Context(), old.Until())
+	lk := newLock(l, old)
+	if cfg.keepAlive {
+		interval := cfg.interval
+		if interval == 0 {
+			interval = max(validity/3, minKeepAlive)
+		}
+		if interval >= validity {
+			_ = lk.Release(ctx)
+			return nil, fmt.Errorf("%w: keep-alive interval %v, want below the locks' validity %v", ErrInvalid, interval, validity)
+		}
+		go lk.keepAlive(interval, ttl)
+	}
 	return lk, nil
+}
+
+// ended returns ctx's error, or context.DeadlineExceeded once its deadline
+// has passed though its timer has not fired yet (a socket deadline set to
+// ctx's can pass first).
+func ended(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
+		return context.DeadlineExceeded
+	}
+	return nil
 }
 
 // unlock releases old after a failed acquire, unless ctx has ended (the old
@@ -119,60 +189,3 @@ type oneLine struct{ err error }
 
 func (e oneLine) Error() string { return strings.ReplaceAll(e.err.Error(), "\n", "; ") }
 func (e oneLine) Unwrap() error { return e.err }
-
-// Lock is a lock held through a Bridge: the old library's and fencelock's.
-type Lock struct {
-	lease  *lease.Lease
-	old    OldLock
-	ctx    context.Context
-	cancel context.CancelFunc
-	once   sync.Once // Release runs once; a second call returns nil
-}
-
-// Token is fencelock's fencing token, to send with every write.
-func (l *Lock) Token() fence.Token { return l.lease.Token() }
-
-// Deadline is the earlier of the two locks' local deadlines: past it, the
-// lock must be taken as lost.
-func (l *Lock) Deadline() time.Time {
-	if d := l.lease.Deadline(); d.Before(l.old.Until()) {
-		return d
-	}
-	return l.old.Until()
-}
-
-// Context is cancelled at the old lock's deadline, when fencelock's lease
-// ends (its deadline, a loss, a release) or on Release. Run the protected
-// work under it.
-func (l *Lock) Context() context.Context { return l.ctx }
-
-// Release releases fencelock's lease, then the old lock, and reports both
-// failures in one line (the error wraps each, e.g. lease.ErrLost).
-// Releasing again returns nil without I/O; releasing a nil Lock returns an
-// error wrapping ErrInvalid.
-func (l *Lock) Release(ctx context.Context) error {
-	if l == nil {
-		return fmt.Errorf("%w: nil lock", ErrInvalid)
-	}
-	if ctx == nil {
-		return fmt.Errorf("%w: nil context", ErrInvalid)
-	}
-	var err error
-	l.once.Do(func() { err = l.release(ctx) })
-	return err
-}
-
-func (l *Lock) release(ctx context.Context) error {
-	l.cancel()
-	lerr := l.lease.Release(ctx)
-	oerr := l.old.Unlock(ctx)
-	switch {
-	case lerr != nil && oerr != nil:
-		return fmt.Errorf("fencebridge: release: %w; the old lock: %w", oneLine{lerr}, oerr)
-	case lerr != nil:
-		return fmt.Errorf("fencebridge: release: %w", oneLine{lerr})
-	case oerr != nil:
-		return fmt.Errorf("fencebridge: release: the old lock: %w", oerr)
-	}
-	return nil
-}

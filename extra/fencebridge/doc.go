@@ -1,15 +1,22 @@
 // Package fencebridge moves a running fleet from go-redsync/redsync or
 // bsm/redislock to fencelock without two holders of a lock at any moment.
 //
-//	old := fencebridge.Redsync(redsync.New(goredis.NewPool(rdb)), redsync.WithExpiry(30*time.Second))
+//	old := redsyncbridge.New(redsync.New(goredis.NewPool(rdb)), redsync.WithExpiry(30*time.Second))
 //	locks, err := lease.New(rdb)
 //	bridge, err := fencebridge.New(old, locks)
-//	l, err := bridge.Acquire(ctx, "reports/nightly", 30*time.Second)
+//	l, err := bridge.Acquire(ctx, "reports/nightly", 30*time.Second, fencebridge.WithKeepAlive(0))
 //	if err != nil {
 //		return err
 //	}
 //	defer l.Release(context.WithoutCancel(ctx))
-//	err = run(l.Context(), l.Token()) // l.Context ends at the earlier of the two locks' deadlines
+//	err = run(l.Context(), l.Token()) // l.Context ends when either lock ends
+//
+// The old library's lock comes from a module of its own, so that a
+// program gets only the peer it used: redsyncbridge.New for
+// go-redsync/redsync, redislockbridge.New for bsm/redislock (modules
+// github.com/fencelock/fencelock/extra/fencebridge/redsyncbridge and
+// .../redislockbridge). A [Lock] has the methods of a *lease.Lease that a
+// holder uses, so code written against an interface of them takes either.
 //
 // The old libraries lock the bare name ("reports/nightly"); fencelock locks
 // "fencelock:{reports/nightly}". The two keys never see each other, so a

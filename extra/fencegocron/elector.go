@@ -2,21 +2,18 @@ package fencegocron
 
 import (
 	"context"
-	"errors"
+	"fmt"
 	"sync"
 	"time"
 
 	"github.com/go-co-op/gocron/v2"
 
 	"github.com/fencelock/fencelock/election"
-	"github.com/fencelock/fencelock/internal/sentinel"
 )
 
-// ErrNotLeader is returned by IsLeader when this process does not lead.
-var ErrNotLeader = errors.New("fencegocron: not the leader")
-
 // Elector is a gocron.Elector on an election: Run campaigns in the
-// background, and IsLeader says whether this process's term lasts.
+// background, and IsLeader says whether this process's term lasts. Jobs
+// made with [Elector.NewJob] get the term's token in their context.
 type Elector struct {
 	e *election.Election
 
@@ -29,7 +26,7 @@ var _ gocron.Elector = (*Elector)(nil)
 // NewElector returns an Elector on e. Call Run to campaign.
 func NewElector(e *election.Election) (*Elector, error) {
 	if e == nil {
-		return nil, sentinel.Wrapf(ErrInvalid, "nil election")
+		return nil, fmt.Errorf("%w: nil election", ErrInvalid)
 	}
 	return &Elector{e: e}, nil
 }
@@ -43,10 +40,10 @@ const campaignRetry = time.Second
 // ctx's error.
 func (el *Elector) Run(ctx context.Context) error {
 	if el == nil {
-		return sentinel.Wrapf(ErrInvalid, "nil elector")
+		return fmt.Errorf("%w: nil elector", ErrInvalid)
 	}
 	if ctx == nil {
-		return sentinel.Wrapf(ErrInvalid, "nil context")
+		return fmt.Errorf("%w: nil context", ErrInvalid)
 	}
 	for {
 		term, err := el.e.Campaign(ctx)
@@ -85,7 +82,7 @@ func (el *Elector) IsLeader(context.Context) error {
 }
 
 // Term returns the current term (or the last one, ended), nil before the
-// first. A job sends its Token with its writes.
+// first. Its Token is what a job made with NewJob finds in its context.
 func (el *Elector) Term() *election.Term {
 	if el == nil {
 		return nil
@@ -93,4 +90,24 @@ func (el *Elector) Term() *election.Term {
 	el.mu.Lock()
 	defer el.mu.Unlock()
 	return el.term
+}
+
+// NewJob adds a job to s that runs fn while this process leads, like
+// s.NewJob(def, gocron.NewTask(fn), opts...) on a scheduler made with
+// gocron.WithDistributedElector(el). fn's context carries the term's token
+// (fence.FromContext), to send with the job's writes, and ends when the
+// term ends or the job stops. A run that finds the term over returns
+// ErrNotLeader without calling fn.
+func (el *Elector) NewJob(s gocron.Scheduler, def gocron.JobDefinition, fn func(ctx context.Context) error,
+	opts ...gocron.JobOption) (gocron.Job, error) {
+	if el == nil || fn == nil {
+		return nil, fmt.Errorf("%w: nil elector or job function", ErrInvalid)
+	}
+	return newJob(s, def, func(ctx context.Context) error {
+		term := el.Term()
+		if !term.Leads() {
+			return ErrNotLeader
+		}
+		return runUnder(ctx, term.Context(), term.Token(), fn)
+	}, false, opts)
 }

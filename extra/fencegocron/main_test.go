@@ -28,6 +28,9 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	shared = rdb
+	if os.Getenv("REDIS_URL") == "" { // the examples read it, as a program would
+		os.Setenv("REDIS_URL", "redis://"+rdb.(*redis.Client).Options().Addr)
+	}
 	code := m.Run()
 	stop()
 	os.Exit(code)

@@ -12,7 +12,6 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -24,13 +23,16 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fencelock/fencelock/election"
+	"github.com/fencelock/fencelock/fence"
 	"github.com/fencelock/fencelock/internal/testenv"
 	"github.com/fencelock/fencelock/lease"
+	"github.com/fencelock/fencelock/once"
+	"github.com/fencelock/fencelock/verifier/redisverifier"
 )
 
 // The child's environment.
 const (
-	childEnv = "FENCEGOCRON_TEST_CHILD" // "locker" or "elector"
+	childEnv = "FENCEGOCRON_TEST_CHILD" // "locker", "fenced" or "elector"
 	addrEnv  = "FENCEGOCRON_TEST_ADDR"  // Redis host:port
 	jobEnv   = "FENCEGOCRON_TEST_JOB"   // the job's name, also the runs hash
 	skewEnv  = "FENCEGOCRON_TEST_SKEW"  // how far behind this host's clock is
@@ -53,9 +55,8 @@ func child() (int, bool) {
 }
 
 // scheduler runs a gocron scheduler with one job every second until killed.
-// Each run adds 1 to its tick's field of the hash named like the job: with
-// the locker, the tick its lock is for; with the elector, the second of the
-// run.
+// Each run adds 1 to its tick's field of the hash named like the job: the
+// second it was scheduled for, by this host's clock (skew behind).
 func scheduler(mode string) error {
 	skew, err := time.ParseDuration(os.Getenv(skewEnv))
 	if err != nil {
@@ -68,22 +69,41 @@ func scheduler(mode string) error {
 		return err
 	}
 	job := os.Getenv(jobEnv)
-	var opt gocron.SchedulerOption
-	var task func()
-	switch mode {
-	case "locker":
-		l, err := NewLocker(c, time.Second)
+	record := func(ctx context.Context) error {
+		tick := strconv.FormatInt(time.Now().Add(-skew).Round(time.Second).Unix(), 10)
+		tok, _ := fence.FromContext(ctx)
+		rdb.HIncrBy(context.Background(), job, tick, 1)
+		rdb.HSet(context.Background(), job+":pid", strconv.FormatUint(tok.Seq, 10), os.Getpid()) // who ran, by token
+		time.Sleep(jobTook)
+		return nil
+	}
+	// This host's clock is skew behind: its runs, each second by its clock,
+	// fire skew late.
+	every := gocron.DurationJob(time.Second)
+	start := gocron.WithStartAt(gocron.WithStartDateTime(time.Now().Truncate(time.Second).Add(time.Second + skew)))
+	var s gocron.Scheduler
+	if mode == "fenced" {
+		record, err = fencedWrite(rdb, job)
 		if err != nil {
 			return err
 		}
-		// This host's clock is skew behind: it fires late by skew and reads
-		// a time skew earlier.
-		l.now = func() time.Time { return time.Now().Add(-skew) }
-		rec := &recorder{Locker: l, skew: skew}
-		opt = gocron.WithDistributedLocker(rec)
-		task = func() {
-			rdb.HIncrBy(context.Background(), job, strconv.FormatInt(rec.tick().Unix(), 10), 1)
-			time.Sleep(jobTook)
+	}
+	switch mode {
+	case "locker", "fenced":
+		if s, err = gocron.NewScheduler(); err != nil {
+			return err
+		}
+		jobs, err := once.New(rdb)
+		if err != nil {
+			return err
+		}
+		l, err := NewLocker(c, jobs)
+		if err != nil {
+			return err
+		}
+		_, err = l.NewJob(s, every, record, gocron.WithName(job), start)
+		if err != nil {
+			return err
 		}
 	case "elector":
 		e, err := election.New(c, job+"-leader", time.Second)
@@ -95,53 +115,49 @@ func scheduler(mode string) error {
 			return err
 		}
 		go el.Run(context.Background())
-		opt = gocron.WithDistributedElector(el)
-		task = func() {
-			tick := strconv.FormatInt(time.Now().Round(time.Second).Unix(), 10)
-			seq := strconv.FormatUint(el.Term().Token().Seq, 10)
-			rdb.HIncrBy(context.Background(), job, tick, 1)
-			rdb.HSet(context.Background(), job+":pid", seq, os.Getpid()) // who led, by term
-			time.Sleep(jobTook)
+		if s, err = gocron.NewScheduler(gocron.WithDistributedElector(el)); err != nil {
+			return err
+		}
+		if _, err = el.NewJob(s, every, record, gocron.WithName(job), start); err != nil {
+			return err
 		}
 	default:
 		return fmt.Errorf("unknown mode %q", mode)
-	}
-	s, err := gocron.NewScheduler(opt)
-	if err != nil {
-		return err
-	}
-	if _, err := s.NewJob(gocron.CronJob("* * * * * *", true), gocron.NewTask(task), gocron.WithName(job)); err != nil {
-		return err
 	}
 	s.Start()
 	select {} // until killed
 }
 
-// recorder is the Locker of a host whose clock is behind (it fires skew
-// late) and that remembers the tick of its last lock for the job to record.
-type recorder struct {
-	*Locker
-	skew time.Duration
-	mu   sync.Mutex
-	last time.Time
-}
-
-func (r *recorder) Lock(ctx context.Context, key string) (gocron.Lock, error) {
-	time.Sleep(r.skew)
-	k, err := r.Locker.Lock(ctx, key)
-	if err == nil {
-		r.mu.Lock()
-		r.last = k.(*Lock).Tick()
-		r.mu.Unlock()
+// fencedWrite is the job of mode "fenced": it records that its run
+// started (pid by token, in hash JOB:started), waits fencedWait, then sets
+// the report key JOB:report to its pid through a redisverifier, with its
+// token, and records the outcome ("ok" or the error, by token, in hash
+// JOB:outcome). The wait ignores the run's context, as code paused
+// mid-run would.
+func fencedWrite(rdb *redis.Client, job string) (func(context.Context) error, error) {
+	v, err := redisverifier.New(rdb)
+	if err != nil {
+		return nil, err
 	}
-	return k, err
+	return func(ctx context.Context) error {
+		bg := context.Background()
+		tok, _ := fence.FromContext(ctx)
+		seq := strconv.FormatUint(tok.Seq, 10)
+		rdb.HSet(bg, job+":started", seq, os.Getpid())
+		time.Sleep(fencedWait)
+		err := v.Set(bg, job, tok, job+":report", os.Getpid(), 0)
+		outcome := "ok"
+		if err != nil {
+			outcome = err.Error()
+		}
+		rdb.HSet(bg, job+":outcome", seq, outcome)
+		return err
+	}, nil
 }
 
-func (r *recorder) tick() time.Time {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.last
-}
+// fencedWait is how long a fenced run waits before its write: long enough
+// for the test to pause it first.
+const fencedWait = 700 * time.Millisecond
 
 func startScheduler(t *testing.T, mode, addr, job string, skew time.Duration) *exec.Cmd {
 	t.Helper()
@@ -260,4 +276,61 @@ func TestElectorOneLeaderRuns(t *testing.T) {
 	for tick, n := range runs(t, rdb, job) {
 		assert.Equal(t, 1, n, "tick %d ran %d times", tick, n)
 	}
+}
+
+// Two schedulers with the Locker, each run writing a report through a
+// verifier: the host running the job is paused (SIGSTOP) before its write,
+// past its lease; the other host's next run writes; the paused host, resumed,
+// writes with its old token and is refused, and the report stays the other
+// host's.
+func TestLockerFencesAPausedHost(t *testing.T) {
+	r := testenv.NewRedis(t)
+	rdb := r.Client()
+	t.Cleanup(func() { rdb.Close() })
+	ctx := context.Background()
+	job := "fenced-" + uuid.NewString()[:8]
+	cmds := map[int]*exec.Cmd{}
+	for range 2 {
+		c := startScheduler(t, "fenced", r.Addr(), job, 0)
+		cmds[c.Process.Pid] = c
+	}
+
+	// The first run to start: its host is paused before it writes.
+	var seqA string
+	var pidA int
+	require.Eventually(t, func() bool {
+		started, _ := rdb.HGetAll(ctx, job+":started").Result()
+		for seq, pid := range started {
+			seqA = seq
+			pidA, _ = strconv.Atoi(pid)
+			return true
+		}
+		return false
+	}, 15*time.Second, 5*time.Millisecond, "a run starts")
+	a := cmds[pidA]
+	require.NotNil(t, a)
+	require.NoError(t, a.Process.Signal(syscall.SIGSTOP))
+	n, err := rdb.HLen(ctx, job+":outcome").Result()
+	require.NoError(t, err)
+	require.Zero(t, n, "the run was paused before its write (%v)", fencedWait)
+
+	// The other host runs the job and writes.
+	require.Eventually(t, func() bool {
+		pid, _ := rdb.Get(ctx, job+":report").Int()
+		return pid != 0 && pid != pidA
+	}, 15*time.Second, 10*time.Millisecond, "the other host writes while the first is paused")
+	require.NoError(t, a.Process.Signal(syscall.SIGCONT))
+
+	var outcome string
+	require.Eventually(t, func() bool {
+		outcome, _ = rdb.HGet(ctx, job+":outcome", seqA).Result()
+		return outcome != ""
+	}, 15*time.Second, 10*time.Millisecond, "the paused run writes once resumed")
+	assert.Contains(t, outcome, "stale", "the paused run's write is refused")
+	pid, err := rdb.Get(ctx, job+":report").Int()
+	require.NoError(t, err)
+	assert.NotEqual(t, pidA, pid, "the report is the other host's")
+	outcomes, err := rdb.HGetAll(ctx, job+":outcome").Result()
+	require.NoError(t, err)
+	t.Logf("outcomes by token: %v", outcomes)
 }

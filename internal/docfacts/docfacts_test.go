@@ -386,7 +386,8 @@ func same(v any, s string) bool {
 // module's packages outside internal/ and examples/, and the extra/ modules)
 // is one sentence, then a code block of typical use.
 func TestPackageDocsOpenWithCode(t *testing.T) {
-	dirs := []string{"extra/fencebridge", "extra/fenceotel", "extra/fencegocron"}
+	dirs := []string{"extra/fencebridge", "extra/fencebridge/redsyncbridge", "extra/fencebridge/redislockbridge",
+		"extra/fenceotel", "extra/fencegocron"}
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err

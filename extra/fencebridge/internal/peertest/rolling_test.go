@@ -1,4 +1,4 @@
-package fencebridge_test
+package peertest_test
 
 import (
 	"context"
@@ -19,6 +19,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fencelock/fencelock/extra/fencebridge"
+	"github.com/fencelock/fencelock/extra/fencebridge/redislockbridge"
+	"github.com/fencelock/fencelock/extra/fencebridge/redsyncbridge"
 	"github.com/fencelock/fencelock/internal/testenv"
 	"github.com/fencelock/fencelock/lease"
 )
@@ -238,7 +240,7 @@ func (f fleet) newWorker() acquireFunc {
 func redsyncFleet(rdb *redis.Client) (fencebridge.Old, acquireFunc) {
 	rs := redsync.New(goredis.NewPool(rdb))
 	opts := []redsync.Option{redsync.WithExpiry(ttl)}
-	return fencebridge.Redsync(rs, opts...), func(ctx context.Context) (time.Time, func(context.Context) error, error) {
+	return redsyncbridge.New(rs, opts...), func(ctx context.Context) (time.Time, func(context.Context) error, error) {
 		m := rs.NewMutex(lockName, opts...)
 		if err := m.LockContext(ctx); err != nil {
 			return time.Time{}, nil, err
@@ -260,7 +262,7 @@ func redislockFleet(rdb *redis.Client) (fencebridge.Old, acquireFunc) {
 	opt := func() *redislock.Options {
 		return &redislock.Options{RetryStrategy: redislock.ExponentialBackoff(16*time.Millisecond, 128*time.Millisecond)}
 	}
-	return fencebridge.Redislock(c, ttl, opt), func(ctx context.Context) (time.Time, func(context.Context) error, error) {
+	return redislockbridge.New(c, ttl, opt), func(ctx context.Context) (time.Time, func(context.Context) error, error) {
 		retry := opt().RetryStrategy
 		for {
 			start := time.Now()
