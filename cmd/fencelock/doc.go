@@ -18,7 +18,8 @@
 //	fencelock [--redis URL]... [--prefix P] [--timeout D] reset-highwater --verifier URL [--table T] [--hw-prefix P] [--yes] NAME RESOURCE
 //	fencelock help [COMMAND]
 //
-// The global flags may also be given after the command name (before NAME).
+// The global flags (and --tls-ca, --tls-cert, --tls-key: see "TLS") may
+// also be given after the command name (before NAME).
 // help, -h and --help print the usage to stdout. A usage error prints one
 // line saying what is wrong and a hint, such as
 //
@@ -198,6 +199,26 @@
 // --prefix sets the prefix of the lock's Redis keys and channel (default
 // "fencelock:"). --timeout sets the time limit of inspect, advance and run
 // without --wait (default 5s).
+//
+// # TLS
+//
+// A rediss:// URL (and rediss+cluster://, rediss+sentinel://) speaks TLS
+// and checks the server's certificate against the system's roots; Go reads
+// them from the file named by SSL_CERT_FILE (or the directories in
+// SSL_CERT_DIR) when set, instead of the system's store. To trust a
+// private CA without touching the environment of every process, and to
+// present a client certificate to a server that requires one
+// (tls-auth-clients yes, mutual TLS):
+//
+//	--tls-ca FILE     PEM CA certificate(s) (or FENCELOCK_TLS_CA)
+//	--tls-cert FILE   PEM client certificate (or FENCELOCK_TLS_CERT)
+//	--tls-key FILE    its PEM key (or FENCELOCK_TLS_KEY)
+//
+// A flag wins over its variable. They apply to every rediss URL of the
+// command (reset-highwater's rediss --verifier too); with a redis:// URL
+// they are a usage error, never a silent plaintext link. Do not use
+// go-redis's ?skip_verify=true: it accepts any certificate, so whoever is
+// on the path can pose as the server and read the password.
 //
 // # Exit status
 //

@@ -149,9 +149,13 @@ func (g *globals) doctorClients() ([]redis.UniversalClient, int) {
 	if err != nil {
 		return nil, g.usageError("%v", err)
 	}
+	tc, err := g.tls.config()
+	if err != nil {
+		return nil, g.usageError("%v", err)
+	}
 	var rdbs []redis.UniversalClient
 	for _, u := range urls {
-		rdb, err := newRedis(u, len(urls) > 1)
+		rdb, err := newRedis(u, len(urls) > 1, tc)
 		if err != nil {
 			for _, r := range rdbs {
 				r.Close()

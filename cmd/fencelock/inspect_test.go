@@ -236,7 +236,7 @@ func TestSplitURLs(t *testing.T) {
 		t.Fatalf("multiHost: %q", got)
 	}
 	for _, u := range []string{"redis+cluster://c:1,d:2", "redis+sentinel://s:1,s:2/0?master_name=m&password=x", "redis://a:1/2", "unix:///tmp/r.sock?db=1"} {
-		rdb, err := newRedis(u, false)
+		rdb, err := newRedis(u, false, nil)
 		if err != nil {
 			t.Fatalf("%s: %v", u, err)
 		}

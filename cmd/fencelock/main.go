@@ -84,7 +84,7 @@ Global flags (before or after the command name):
   --prefix P     prefix of the Redis keys and channel (default "` + defaultPrefix + `")
   --timeout D    how long inspect, advance, and run without --wait may take against a
                  slow or unreachable Redis (default 5s)
-
+` + tlsUsage + `
 Exit status:
   run      the command's exit status when it ran and the lease held (128+N if it
            died of signal N)
@@ -119,6 +119,7 @@ type globals struct {
 	redis   urlList
 	prefix  string
 	timeout time.Duration
+	tls     tlsFlags
 	cmd     string // the command being run, for the usage hint
 	stdout  io.Writer
 	stderr  io.Writer
@@ -144,6 +145,7 @@ func (g *globals) flagSet(name string) *flag.FlagSet {
 	fs.Var(&g.redis, "redis", "Redis URL")
 	fs.StringVar(&g.prefix, "prefix", g.prefix, "key prefix")
 	fs.DurationVar(&g.timeout, "timeout", g.timeout, "operation timeout")
+	g.tls.register(fs)
 	return fs
 }
 
@@ -161,7 +163,8 @@ func (g *globals) usageError(format string, args ...any) int {
 
 // fail reports an error that is not a usage error.
 func (g *globals) fail(code int, format string, args ...any) int {
-	fmt.Fprintf(g.stderr, "fencelock: "+format+"\n", args...)
+	msg := fmt.Sprintf(format, args...)
+	fmt.Fprintf(g.stderr, "fencelock: %s%s\n", msg, tlsHint(msg))
 	return code
 }
 

@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"database/sql"
 	"errors"
 	"flag"
@@ -75,7 +76,11 @@ func (g *globals) resetHighWater(args []string) int {
 	ctx, cancel := bud.ctx()
 	defer cancel()
 
-	hw, closeStore, err := openStore(ctx, *store, *table, *hwPrefix)
+	tc, err := g.tls.config()
+	if err != nil {
+		return g.usageError("reset-highwater: %v", err)
+	}
+	hw, closeStore, err := openStore(ctx, *store, *table, *hwPrefix, tc)
 	var bad *badURLError
 	switch {
 	case errors.As(err, &bad) || errors.Is(err, verifier.ErrInvalid):
@@ -122,8 +127,9 @@ func (g *globals) resetHighWater(args []string) int {
 }
 
 // openStore connects to the verifier's store named by raw and returns its
-// verifier and the function that closes the connection.
-func openStore(ctx context.Context, raw, table, hwPrefix string) (highWater, func(), error) {
+// verifier and the function that closes the connection. tc is the
+// --tls-* flags' settings, for a rediss:// store.
+func openStore(ctx context.Context, raw, table, hwPrefix string, tc *tls.Config) (highWater, func(), error) {
 	scheme, rest, ok := strings.Cut(raw, "://")
 	if !ok {
 		return nil, nil, &badURLError{fmt.Errorf("%q: no scheme (postgres://, mysql://, redis://)", raw)}
@@ -158,7 +164,10 @@ func openStore(ctx context.Context, raw, table, hwPrefix string) (highWater, fun
 		}
 		return v, func() { v.Close(); db.Close() }, nil
 	case "redis", "rediss", "unix", "redis+cluster", "rediss+cluster", "redis+sentinel", "rediss+sentinel":
-		rdb, err := newRedis(raw, false)
+		if !strings.HasPrefix(scheme, "rediss") {
+			tc = nil // the flags are for TLS stores; a plaintext one is not refused for them
+		}
+		rdb, err := newRedis(raw, false, tc)
 		if err != nil {
 			return nil, nil, err
 		}
