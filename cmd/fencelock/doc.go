@@ -138,9 +138,11 @@
 // go back, and prints each finding with its severity (info, warn, danger),
 // the servers it holds for, its consequence and its fix; --json prints
 // {"worst", "findings", "errors"} instead. The checks (package
-// lease/doctor): the eviction policy, persistence, replication without
+// lease/doctor): the server's name and version (Redis 6.2 or Valkey 7.2 at
+// least), the eviction policy, persistence, replication without
 // replica acknowledgement, the servers' clocks against this host's, PING
-// round trips, and on a Redis Cluster sharded pub/sub and the slot of a
+// round trips, a default user without a password, plaintext to a host
+// that is not this one, and on a Redis Cluster sharded pub/sub and the slot of a
 // lock's keys (of lock --name, default "doctor"). The flags describe the
 // leases that use the deployment, so the findings fit them: --ttl (default
 // 30s) and --drift (default 0.01) give the drift allowance that clock skew
@@ -152,8 +154,9 @@
 // warn finding). doctor exits with status 4 when a finding is danger: a restart,
 // failover or memory pressure can free a lock while its holder trusts its
 // lease, or make tokens go back. When a server could not be checked
-// (unreachable, or no answer within 30s) and no finding is danger, it
-// exits with status 5 of its own, and says so on stdout: NOT CHECKED when
+// (unreachable, or no answer within 30s), or refused a check's command
+// (NOPERM: stderr names the check and the permission the user lacks), and
+// no finding is danger, it exits with status 5 of its own, and says so on stdout: NOT CHECKED when
 // no server answered (with --json, "worst" is null), INCOMPLETE when some
 // did ("complete" is false); stderr says why.
 //

@@ -13,6 +13,8 @@
 // use the deployment ([WithTTL], [WithReplicaAck], [WithClockFloor], ...),
 // so findings fit them. The checks, in order:
 //
+//   - version: the server's name and version (INFO server: redis_version,
+//     or valkey_version); older than Redis 6.2 or Valkey 7.2 is Danger.
 //   - eviction: a maxmemory with a policy other than noeviction evicts
 //     lock keys (they have the lease's ttl, so volatile-* policies too) and
 //     counters. Danger.
@@ -26,6 +28,10 @@
 //     allowance of the ttl (100ms when no ttl is given). Warn.
 //   - latency: PING round trips, when the p99 exceeds half the ttl's drift
 //     allowance. Warn.
+//   - auth: a connection without credentials is served (the default user
+//     has no password). Warn.
+//   - transport: plaintext to a host that is not this one, or TLS without
+//     certificate verification. Warn.
 //   - cluster-pubsub and cluster-slot, on a Redis Cluster: whether the
 //     masters have sharded pub/sub, and that a lock's keys share a slot.
 //
@@ -38,6 +44,10 @@
 //
 // The command `fencelock doctor` prints the findings and exits with status
 // 4 when one is Danger.
+//
+// A check whose command the server refuses with NOPERM (an ACL user without
+// +info or +config|get) is a [*RefusedError] naming the check and the
+// permission: the run is incomplete, never healthy.
 //
 // What it cannot see: a server's clock stepping (only its offset now),
 // replicas it cannot reach (a Warn says so), the save points and fsync
