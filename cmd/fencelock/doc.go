@@ -15,7 +15,7 @@
 //	fencelock [--redis URL]... [--prefix P] [--timeout D] advance [--json] NAME SEQ
 //	fencelock [--redis URL]... [--prefix P] doctor [--json] [--ttl D] [--drift F] [--replica-ack N]
 //	                                        [--clock-floor] [--name NAME] [--pings N] [--replicas=false]
-//	fencelock [--redis URL]... [--prefix P] [--timeout D] reset-highwater --verifier URL [--table T] [--hw-prefix P] [--yes] NAME RESOURCE
+//	fencelock [--redis URL]... [--prefix P] [--timeout D] reset-highwater --verifier URL [--table T] [--hw-prefix P] [--rebind] [--yes] NAME RESOURCE
 //	fencelock help [COMMAND]
 //
 // The global flags (and --tls-ca, --tls-cert, --tls-key: see "TLS") may
@@ -131,6 +131,13 @@
 // --redis or --prefix). When the high-water is legitimate and Redis lost the
 // counter, use advance instead: a reset would let tokens Redis issued before
 // it forgot them in again.
+//
+// It also prints the lock RESOURCE is bound to. A forged token of another
+// lock (Fence-Token: 1:evil:attacker-lock, sent to a new resource) binds the
+// resource to that lock, and every real holder is refused as foreign;
+// reset-highwater then refuses (status 1) unless --rebind is given, which
+// binds RESOURCE to NAME as part of the reset. Use --rebind only when the
+// other binding is forged or the resource moved to NAME for good.
 //
 // # doctor
 //
