@@ -15,6 +15,7 @@
 //	fencelock [--redis URL]... [--prefix P] [--timeout D] advance [--json] NAME SEQ
 //	fencelock [--redis URL]... [--prefix P] doctor [--json] [--ttl D] [--drift F] [--replica-ack N]
 //	                                        [--clock-floor] [--name NAME] [--pings N] [--replicas=false]
+//	fencelock [--redis URL]... [--prefix P] [--timeout D] repair-counter [--yes] NAME
 //	fencelock [--redis URL]... [--prefix P] [--timeout D] reset-highwater --verifier URL [--table T] [--hw-prefix P] [--rebind] [--yes] NAME RESOURCE
 //	fencelock help [COMMAND]
 //
@@ -107,7 +108,9 @@
 // them (summed over the nodes of a Redis Cluster). With Redlock it prints
 // the majority's view and one line per node; a redlock waiter subscribes on
 // every node, so the waiters of the majority line is the largest per-node
-// count. --json prints one JSON object instead.
+// count. --json prints one JSON object instead. A counter more than 24h
+// above the server's clock is marked POISONED ("poisoned": true): see
+// repair-counter.
 //
 // # advance
 //
@@ -139,6 +142,20 @@
 // binds RESOURCE to NAME as part of the reset. Use --rebind only when the
 // other binding is forged or the resource moved to NAME for good.
 //
+// # repair-counter
+//
+// repair-counter lowers a poisoned counter: one more than 24h above the
+// server's clock (TIME, in microseconds, the clock floor's unit), where no
+// counter that follows the clock gets, but a forged or mistyped number
+// lifts it (advance NAME 9007199254740990; heal.Write with a forged
+// token). Such a counter hands out tokens toward 2^53-1, where every
+// acquire fails. It prints the counter and the limit, and with --yes sets
+// the counter to the server's clock, on every Redlock node that has it
+// poisoned. It refuses while the lock is held (status 1): the holder's
+// token came from the poisoned counter. The verifiers that accepted the
+// poisoned tokens now refuse every new holder as stale: reset-highwater
+// NAME RESOURCE each of their resources afterwards.
+//
 // # doctor
 //
 // doctor checks the Redis deployment for what makes locks vanish or tokens
@@ -149,7 +166,8 @@
 // least), the eviction policy, persistence, replication without
 // replica acknowledgement, the servers' clocks against this host's, PING
 // round trips, a default user without a password, plaintext to a host
-// that is not this one, and on a Redis Cluster sharded pub/sub and the slot of a
+// that is not this one, poisoned counters (of --prefix; see
+// repair-counter), and on a Redis Cluster sharded pub/sub and the slot of a
 // lock's keys (of lock --name, default "doctor"). The flags describe the
 // leases that use the deployment, so the findings fit them: --ttl (default
 // 30s) and --drift (default 0.01) give the drift allowance that clock skew

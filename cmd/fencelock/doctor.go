@@ -37,7 +37,8 @@ const doctorUsage = `usage:
 Checks the Redis deployment (every URL; every node of a cluster; the replicas a primary
 lists) for what loses locks or makes tokens go back: the server's version, eviction,
 persistence, replication, clock skew, latency, a default user without a password,
-plaintext to another host, and on a Redis Cluster sharded pub/sub and key slots. The flags describe the leases that
+plaintext to another host, poisoned counters (more than 24h above the server's clock;
+see repair-counter), and on a Redis Cluster sharded pub/sub and key slots. The flags describe the leases that
 use it, so the findings fit them:
   --ttl D            the leases' ttl (default 30s); clock skew and round trips are held
                      against its drift allowance (ttl*drift + 2ms)

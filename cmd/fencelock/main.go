@@ -47,6 +47,7 @@ const usageText = `usage:
   fencelock [global flags] advance [--json] NAME SEQ
   fencelock [global flags] doctor [--json] [FLAGS]  check Redis for what loses locks (doctor --help)
   fencelock [global flags] reset-highwater --verifier URL [--rebind] [--yes] NAME RESOURCE
+  fencelock [global flags] repair-counter [--yes] NAME
   fencelock help [COMMAND]
 
 Commands:
@@ -69,7 +70,7 @@ Commands:
              --json      print JSON
   advance  lift the lock's counter to at least SEQ and print the counter afterwards
              --json      print JSON
-` + resetUsage + `  help     print this help (help COMMAND, or COMMAND -h, prints it too)
+` + resetUsage + repairUsage + `  help     print this help (help COMMAND, or COMMAND -h, prints it too)
 
 Global flags (before or after the command name):
   --redis URL    Redis to use; repeatable or comma-separated (default: $REDIS_URL;
@@ -88,7 +89,7 @@ Global flags (before or after the command name):
 Exit status:
   run      the command's exit status when it ran and the lease held (128+N if it
            died of signal N)
-  0        inspect, advance, reset-highwater, help succeeded; doctor: all
+  0        inspect, advance, reset-highwater, repair-counter, help succeeded; doctor: all
            checked, no danger finding
   1        other errors (Redis unreachable, command not found, ...)
   2        usage error (bad flags or arguments, no --redis or REDIS_URL; one line
@@ -197,7 +198,7 @@ func fencelock(args []string, stdout, stderr io.Writer) int {
 			return exitOK
 		}
 		return g.help()
-	case "run", "inspect", "advance", "doctor", "reset-highwater":
+	case "run", "inspect", "advance", "doctor", "reset-highwater", "repair-counter":
 		g.cmd = rest[0]
 	}
 	switch rest[0] {
@@ -211,6 +212,8 @@ func fencelock(args []string, stdout, stderr io.Writer) int {
 		return g.doctor(rest[1:])
 	case "reset-highwater":
 		return g.resetHighWater(rest[1:])
+	case "repair-counter":
+		return g.repairCounter(rest[1:])
 	}
 	return g.usageError("unknown command %q", rest[0])
 }

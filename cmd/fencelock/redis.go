@@ -288,7 +288,11 @@ func (s *single) inspect(ctx context.Context, name string) (view, error) {
 	if err != nil {
 		return view{}, fmt.Errorf("count waiters: %w", err)
 	}
-	return view{Name: name, Mode: "single", state: stateOf(info, n)}, nil
+	st := stateOf(info, n)
+	if st.Poisoned, err = poisoned(ctx, s.rdb, st.Counter); err != nil {
+		return view{}, err
+	}
+	return view{Name: name, Mode: "single", state: st}, nil
 }
 
 func (s *single) advance(ctx context.Context, name string, floor uint64) (uint64, error) {
@@ -347,10 +351,14 @@ func (q *quorum) inspect(ctx context.Context, name string) (view, error) {
 				return
 			}
 			v.Nodes[i].Waiters = &n
+			if v.Nodes[i].Poisoned, err = poisoned(nctx, q.rdbs[i], v.Nodes[i].Counter); err != nil {
+				v.Nodes[i].Error = err.Error()
+			}
 		}()
 	}
 	wg.Wait()
 	for _, n := range v.Nodes {
+		v.Poisoned = v.Poisoned || n.Poisoned
 		if n.Waiters != nil && (v.Waiters == nil || *n.Waiters > *v.Waiters) {
 			w := *n.Waiters
 			v.Waiters = &w

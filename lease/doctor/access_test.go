@@ -117,3 +117,32 @@ func TestTransport(t *testing.T) {
 	fs = check(t, skip, doctor.WithReplicas(false))
 	assert.Contains(t, one(t, fs, doctor.CheckTransport, doctor.Warn).Finding, "without certificate verification")
 }
+
+// TestPoisonedCounter: a counter far above the server's clock (an advance
+// to 2^53-2) is Danger, named; one at the clock, or a key of another
+// prefix, is not.
+func TestPoisonedCounter(t *testing.T) {
+	r := testenv.NewRedis(t)
+	rdb := client(t, r)
+	ctx := t.Context()
+	fs := check(t, rdb, doctor.WithReplicas(false))
+	assert.Contains(t, one(t, fs, doctor.CheckCounters, doctor.Info).Finding, "no poisoned counter among 0 lock counters")
+
+	now := uint64(time.Now().UnixMicro())
+	require.NoError(t, rdb.Set(ctx, "fencelock:{fine}:fence", now, 0).Err())
+	require.NoError(t, rdb.Set(ctx, "fencelock:{ahead}:fence", now+uint64(time.Hour/time.Microsecond), 0).Err())
+	require.NoError(t, rdb.Set(ctx, "other:{x}:fence", uint64(1)<<53-2, 0).Err())
+	require.NoError(t, rdb.HSet(ctx, "fencelock:{h}:fence", "a", "b").Err()) // not a counter
+	fs = check(t, rdb, doctor.WithReplicas(false))
+	assert.Contains(t, one(t, fs, doctor.CheckCounters, doctor.Info).Finding, "no poisoned counter among 2 lock counters")
+
+	require.NoError(t, rdb.Set(ctx, "fencelock:{payroll}:fence", uint64(1)<<53-2, 0).Err())
+	fs = check(t, rdb, doctor.WithReplicas(false))
+	f := one(t, fs, doctor.CheckCounters, doctor.Danger)
+	assert.Contains(t, f.Finding, "payroll (9007199254740990)")
+	assert.NotContains(t, f.Finding, "ahead")
+	assert.Contains(t, f.Fix, "repair-counter")
+
+	fs = check(t, rdb, doctor.WithReplicas(false), doctor.WithPrefix("other:"))
+	assert.Contains(t, one(t, fs, doctor.CheckCounters, doctor.Danger).Finding, "x (9007199254740990)")
+}

@@ -32,6 +32,10 @@
 //     has no password). Warn.
 //   - transport: plaintext to a host that is not this one, or TLS without
 //     certificate verification. Warn.
+//   - counters: lock counters (of the prefix, [WithPrefix]) more than 24h
+//     above the server's clock, poisoned by a forged or mistyped number
+//     (`fencelock repair-counter` lowers them). Danger. It looks at up to
+//     100,000 keys per server (100 SCAN calls of COUNT 1000).
 //   - cluster-pubsub and cluster-slot, on a Redis Cluster: whether the
 //     masters have sharded pub/sub, and that a lock's keys share a slot.
 //

@@ -66,12 +66,13 @@ const (
 	CheckLatency     = "latency"
 	CheckAuth        = "auth"
 	CheckTransport   = "transport"
+	CheckCounters    = "counters"
 	CheckPubSub      = "cluster-pubsub"
 	CheckSlot        = "cluster-slot"
 )
 
 var checkOrder = []string{CheckVersion, CheckEviction, CheckPersistence, CheckReplication, CheckClock, CheckLatency,
-	CheckAuth, CheckTransport, CheckPubSub, CheckSlot}
+	CheckAuth, CheckTransport, CheckCounters, CheckPubSub, CheckSlot}
 
 // Finding is one thing a check found. Findings that read the same on
 // several servers are reported once, with all of their servers.
@@ -194,8 +195,9 @@ func serverName(ctx context.Context, n *redis.Client) string {
 // is a *RefusedError for the checks that need it; the others still run.
 func checkNode(ctx context.Context, n *redis.Client, addr string, cfg *config) ([]Finding, error) {
 	var (
-		fs   []Finding
-		errs []error
+		fs      []Finding
+		errs    []error
+		replica bool // its primary's counters are the ones that count
 	)
 	info, err := n.Info(ctx).Result()
 	switch {
@@ -207,6 +209,7 @@ func checkNode(ctx context.Context, n *redis.Client, addr string, cfg *config) (
 		return nil, err
 	default:
 		s := serverState{info: parseInfo(info)}
+		replica = s.info["role"] == "slave"
 		s.readConfig(ctx, n)
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -226,6 +229,13 @@ func checkNode(ctx context.Context, n *redis.Client, addr string, cfg *config) (
 	}
 	fs = append(fs, authFinding(ctx, n)...)
 	fs = append(fs, transportFinding(addr, n.Options()))
+	if !replica {
+		c, err := counterFindings(ctx, n, cfg)
+		fs = append(fs, c...)
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
 	for i := range fs {
 		fs[i].Servers = []string{addr}
 	}

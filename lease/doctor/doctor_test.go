@@ -95,7 +95,7 @@ func TestWellConfigured(t *testing.T) {
 	}
 	// Every per-server check reports, in order.
 	assert.Equal(t, []string{doctor.CheckVersion, doctor.CheckEviction, doctor.CheckPersistence, doctor.CheckReplication,
-		doctor.CheckClock, doctor.CheckLatency, doctor.CheckAuth, doctor.CheckTransport}, checks)
+		doctor.CheckClock, doctor.CheckLatency, doctor.CheckAuth, doctor.CheckTransport, doctor.CheckCounters}, checks)
 	assert.Regexp(t, `^(redis|valkey) \d+\.\d+`, one(t, fs, doctor.CheckVersion, doctor.Info).Finding)
 	assert.Contains(t, one(t, fs, doctor.CheckAuth, doctor.Warn).Finding, "default user has no password")
 	assert.Contains(t, one(t, fs, doctor.CheckTransport, doctor.Info).Finding, "plaintext, on this host")
