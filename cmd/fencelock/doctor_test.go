@@ -209,8 +209,9 @@ func TestMinimalACL(t *testing.T) {
 	admin := s.Client()
 	defer admin.Close()
 	ctx := t.Context()
-	rules := []any{"ACL", "SETUSER", "fencelock", "on", ">pw", "~fencelock:*", "&fencelock:*",
-		"+@read", "+@write", "+@scripting", "+@pubsub", "+@connection", "+@fast"}
+	// As docs/operating.md gives it.
+	rules := []any{"ACL", "SETUSER", "fencelock", "on", ">pw", "resetkeys", "resetchannels", "~fencelock:*", "&fencelock:*",
+		"-@all", "+@read", "+@write", "+@scripting", "+@pubsub", "+@connection", "+@fast"}
 	require.NoError(t, admin.Do(ctx, rules...).Err())
 	url := "redis://fencelock:pw@" + s.Addr() + "/0"
 	name := lockName(t)

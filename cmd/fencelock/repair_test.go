@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 
 	"github.com/fencelock/fencelock/fence"
 	"github.com/fencelock/fencelock/internal/counterbound"
+	"github.com/fencelock/fencelock/internal/testenv"
 )
 
 // TestRepairCounter: `advance NAME 2^53-2` (a mistyped digit) poisons the
@@ -97,4 +99,30 @@ func stopHolder(t *testing.T, dir string, p *proc) {
 	t.Helper()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "stop"), nil, 0o600))
 	require.Equal(t, 0, p.wait(t).code)
+}
+
+// TestRepairCounterRedlock: a counter poisoned on every Redlock node is
+// marked by inspect and lowered on each node by repair-counter.
+func TestRepairCounterRedlock(t *testing.T) {
+	var urls []string
+	for _, r := range testenv.NewRedisN(t, 3) {
+		urls = append(urls, r.URL())
+	}
+	flags := []string{"--redis", strings.Join(urls, ",")}
+	name := lockName(t)
+	r := fl(t, "", append(flags, "advance", name, strconv.FormatUint(fence.MaxSeq-1, 10))...)
+	require.Equal(t, 0, r.code, r.stderr)
+	v := inspectJSON(t, append(flags, name)...)
+	assert.True(t, v.Poisoned)
+	require.Len(t, v.Nodes, 3)
+	for _, n := range v.Nodes {
+		assert.True(t, n.Poisoned, n.Addr)
+	}
+	r = fl(t, "", append(flags, "repair-counter", "--yes", name)...)
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Equal(t, 3, strings.Count(r.stdout, "\nafter     1"), r.stdout)
+	v = inspectJSON(t, append(flags, name)...)
+	assert.False(t, v.Poisoned)
+	r = fl(t, "", append(flags, "run", name, "--", "true")...)
+	assert.Equal(t, 0, r.code, r.stderr)
 }

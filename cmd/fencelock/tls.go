@@ -13,7 +13,7 @@ import (
 )
 
 // tlsUsage is the TLS part of the global flags' help text.
-const tlsUsage = `  --tls-ca FILE    PEM CA certificate(s) that sign the servers' certificates, for
+const tlsUsage = `  --tls-ca FILE  PEM CA certificate(s) that sign the servers' certificates, for
                  rediss:// URLs (default: $FENCELOCK_TLS_CA; with neither, the system's
                  roots, or the file $SSL_CERT_FILE names). Never use ?skip_verify=true:
                  it accepts any server, so anyone on the path can read the password.
@@ -99,6 +99,8 @@ func tlsHint(msg string) string {
 		return " (pass the CA that signed the server's certificate with --tls-ca or FENCELOCK_TLS_CA)"
 	case strings.Contains(msg, "first record does not look like a TLS handshake"):
 		return " (the server speaks plaintext: use redis://)"
+	case strings.HasSuffix(msg, ": EOF"):
+		return " (the server closed the connection; if it takes TLS only, use rediss://)"
 	}
 	return ""
 }

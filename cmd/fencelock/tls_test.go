@@ -29,6 +29,10 @@ func TestTLS(t *testing.T) {
 	assert.Equal(t, exitFailure, r.code, "without the CA the server's certificate is unknown")
 	assert.Contains(t, r.stderr, "--tls-ca")
 
+	r = fl(t, "", "--redis", "redis://"+only.Addr()+"/0", "inspect", name)
+	assert.Equal(t, exitFailure, r.code, "plaintext to a TLS-only server")
+	assert.Contains(t, r.stderr, "use rediss://")
+
 	m := mutual.TLS()
 	r = fl(t, "", "--redis", mutual.URL(), "--tls-ca", m.CA, "--tls-cert", m.ClientCert, "--tls-key", m.ClientKey,
 		"run", name, "--", "true")
