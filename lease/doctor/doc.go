@@ -8,7 +8,8 @@
 //
 // [Check] asks each server (a standalone server or a Sentinel-managed
 // primary and the replicas it lists, every node of a Redis Cluster) with
-// INFO, CONFIG GET, PING and TIME, and returns [Finding]s, each with a [Severity], its consequence for
+// INFO, CONFIG GET, PING, TIME, SCAN and GET (of lock counters), and once
+// without credentials, and returns [Finding]s, each with a [Severity], its consequence for
 // locks and tokens, and its fix. Options describe the lease clients that
 // use the deployment ([WithTTL], [WithReplicaAck], [WithClockFloor], ...),
 // so findings fit them. The checks, in order:
