@@ -5,30 +5,55 @@ package main
 import (
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/fencelock/fencelock/fence"
 	"github.com/fencelock/fencelock/internal/counterbound"
+	"github.com/fencelock/fencelock/internal/protocol"
 	"github.com/fencelock/fencelock/internal/testenv"
+	"github.com/fencelock/fencelock/verifier"
+	"github.com/fencelock/fencelock/verifier/redisverifier"
 )
 
-// TestRepairCounter: `advance NAME 2^53-2` (a mistyped digit) poisons the
-// counter: every later acquire fails. inspect says POISONED;
-// repair-counter shows the change, refuses while the lock is held, and
-// with --yes lowers the counter to the server's clock, after which the
-// lock is taken again and inspect no longer says POISONED.
+// poison sets lock name's counter on the Redis at url to seq: what an
+// advance to a mistyped number, or heal.Write after a verifier accepted a
+// forged token, left behind before they refused to lift a counter that far
+// (and what any client with write access to the keys can still do).
+func poison(t *testing.T, url, name string, seq uint64) {
+	t.Helper()
+	o, err := redis.ParseURL(url)
+	require.NoError(t, err)
+	c := redis.NewClient(o)
+	defer c.Close()
+	require.NoError(t, c.Set(t.Context(), protocol.KeysFor(defaultPrefix, name).Counter, seq, 0).Err())
+}
+
+// TestRepairCounter: a counter poisoned to 2^53-2 (a verifier accepted a
+// forged token, and heal.Write lifted the counter past it) retires the
+// lock: every acquire after the next fails. inspect says POISONED, doctor
+// names it; repair-counter shows the change, and with --yes lowers the
+// counter to the server's clock; the lock is taken again, and after
+// reset-highwater (the verifier saw the forged token) its holder writes.
+// The documented way back, from start to end.
 func TestRepairCounter(t *testing.T) {
-	name := lockName(t)
+	ctx := t.Context()
+	rdb := redis.NewClient(&redis.Options{Addr: strings.TrimSuffix(strings.TrimPrefix(redisURL, "redis://"), "/0")})
+	t.Cleanup(func() { rdb.Close() })
+	rv, err := redisverifier.New(rdb)
+	require.NoError(t, err)
+	name, res := lockName(t), "ledger/"+lockName(t)
+
 	r := fl(t, "", on("run", name, "--", "true")...)
 	require.Equal(t, 0, r.code, r.stderr)
-	r = fl(t, "", on("advance", name, strconv.FormatUint(fence.MaxSeq-1, 10))...)
-	require.Equal(t, 0, r.code, r.stderr)
+	forged := fence.Token{Key: name, Seq: fence.MaxSeq - 1, Holder: "mallory"}
+	require.NoError(t, rv.Claim(ctx, res, forged), "a verifier trusts its callers")
+	poison(t, redisURL, name, forged.Seq)
 	r = fl(t, "", on("run", name, "--", "true")...)
 	require.Equal(t, 0, r.code, "one more token fits: 2^53-1")
 	r = fl(t, "", on("run", name, "--", "true")...)
@@ -60,7 +85,11 @@ func TestRepairCounter(t *testing.T) {
 	p, text := holder(t, dir, on("run", "--ttl", "20s", name)...)
 	tok, err := fence.Parse(text)
 	require.NoError(t, err)
-	assert.Less(t, tok.Seq, fence.MaxSeq, "the lock is usable again")
+	assert.Less(t, tok.Seq, forged.Seq, "the lock is usable again")
+	require.ErrorIs(t, rv.Claim(ctx, res, tok), verifier.ErrStale, "the verifier saw the forged token")
+	r = fl(t, "", on("reset-highwater", "--verifier", redisURL, "--yes", name, res)...)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.NoError(t, rv.Claim(ctx, res, tok), "the holder writes again")
 
 	r = fl(t, "", on("repair-counter", "--yes", name)...)
 	assert.Equal(t, 0, r.code, "not poisoned: nothing to do")
@@ -72,11 +101,10 @@ func TestRepairCounter(t *testing.T) {
 // the holder's token came from it.
 func TestRepairCounterHeld(t *testing.T) {
 	name := lockName(t)
-	r := fl(t, "", on("advance", name, strconv.FormatUint(fence.MaxSeq-5, 10))...)
-	require.Equal(t, 0, r.code, r.stderr)
+	poison(t, redisURL, name, fence.MaxSeq-5)
 	dir := t.TempDir()
 	p, _ := holder(t, dir, on("run", "--ttl", "20s", name)...)
-	r = fl(t, "", on("repair-counter", "--yes", name)...)
+	r := fl(t, "", on("repair-counter", "--yes", name)...)
 	assert.Equal(t, exitFailure, r.code)
 	assert.Contains(t, r.stderr, "the lock is held")
 	assert.Equal(t, fence.MaxSeq-4, inspectJSON(t, on(name)...).Counter, "unchanged")
@@ -105,20 +133,19 @@ func stopHolder(t *testing.T, dir string, p *proc) {
 // marked by inspect and lowered on each node by repair-counter.
 func TestRepairCounterRedlock(t *testing.T) {
 	var urls []string
+	name := lockName(t)
 	for _, r := range testenv.NewRedisN(t, 3) {
 		urls = append(urls, r.URL())
+		poison(t, r.URL(), name, fence.MaxSeq-1)
 	}
 	flags := []string{"--redis", strings.Join(urls, ",")}
-	name := lockName(t)
-	r := fl(t, "", append(flags, "advance", name, strconv.FormatUint(fence.MaxSeq-1, 10))...)
-	require.Equal(t, 0, r.code, r.stderr)
 	v := inspectJSON(t, append(flags, name)...)
 	assert.True(t, v.Poisoned)
 	require.Len(t, v.Nodes, 3)
 	for _, n := range v.Nodes {
 		assert.True(t, n.Poisoned, n.Addr)
 	}
-	r = fl(t, "", append(flags, "repair-counter", "--yes", name)...)
+	r := fl(t, "", append(flags, "repair-counter", "--yes", name)...)
 	require.Equal(t, 0, r.code, r.stderr)
 	assert.Equal(t, 3, strings.Count(r.stdout, "\nafter     1"), r.stdout)
 	v = inspectJSON(t, append(flags, name)...)
