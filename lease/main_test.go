@@ -34,7 +34,16 @@ func TestMain(m *testing.M) {
 	if os.Getenv("REDIS_URL") == "" { // the examples read it, as a program would
 		os.Setenv("REDIS_URL", "redis://"+rdb.(*redis.Client).Options().Addr)
 	}
+	ctx, cancel = context.WithTimeout(context.Background(), time.Minute)
+	stopTLS, err := startTLSExample(ctx)
+	cancel()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "lease tests:", err)
+		stop()
+		os.Exit(1)
+	}
 	code := m.Run()
+	stopTLS()
 	stop()
 	os.Exit(code)
 }

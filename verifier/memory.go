@@ -30,6 +30,11 @@ type Memory struct {
 	// Hooks, when set before first use, receive every token the verifier
 	// accepts or refuses (verifier "memory"; see package observe).
 	Hooks *observe.Hooks
+	// ClockBound, when set before first use, refuses tokens whose Seq is
+	// more than ClockBound above this process's clock (see
+	// [CheckClockBound]; the lease side refuses to lift a counter more than
+	// 24h above its server's clock). The default is 0: no bound.
+	ClockBound time.Duration
 
 	locks keyLock // serializes Claim and Do per resource
 
@@ -90,6 +95,9 @@ func (m *Memory) do(ctx context.Context, resource string, tok fence.Token, write
 		}(time.Now())
 	}
 	if err := ValidateClaim(resource, tok); err != nil {
+		return err
+	}
+	if err := CheckClockBound(resource, tok, m.ClockBound, time.Now()); err != nil {
 		return err
 	}
 	unlock, err := m.locks.lock(ctx, resource)

@@ -143,3 +143,11 @@ func TestMemoryPanicReportedAsError(t *testing.T) {
 	seq, _ := m.Highest("r")
 	assert.Zero(t, seq)
 }
+
+func TestMemoryClockBound(t *testing.T) {
+	m := &verifier.Memory{ClockBound: 24 * time.Hour}
+	verifiertest.ClockBound(t, m, 24*time.Hour, func(_ context.Context, res string) uint64 {
+		seq, _ := m.Highest(res)
+		return seq
+	})
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 	"unicode/utf8"
 
 	"github.com/fencelock/fencelock/fence"
@@ -123,6 +124,31 @@ func ValidateClaim(resource string, tok fence.Token) error {
 		return fmt.Errorf("verifier: resource %q: %w", resource, err)
 	}
 	return nil
+}
+
+// ErrAhead is wrapped by the error for a token refused by a clock bound
+// (see [CheckClockBound]): its Seq is further above the verifier's clock
+// than any counter that follows the clock can be.
+var ErrAhead = errors.New("verifier: token too far above the clock")
+
+// CheckClockBound returns an error wrapping [ErrAhead] when bound > 0 and
+// tok.Seq is more than bound above now, read as microseconds since the Unix
+// epoch (the unit of a lease's clock floor, lease.WithClockFloor); nil
+// otherwise. Every verifier's clock bound option calls it before any I/O,
+// so a forged token with a huge Seq cannot raise a high-water beyond reach
+// of the real counter. Use it only where the lock's counters follow the
+// clock: a bound that counters do not reach is harmless, a counter already
+// above it is refused (see `fencelock repair-counter`).
+func CheckClockBound(resource string, tok fence.Token, bound time.Duration, now time.Time) error {
+	if bound <= 0 {
+		return nil
+	}
+	limit := uint64(now.UnixMicro()) + uint64(bound/time.Microsecond)
+	if tok.Seq <= limit {
+		return nil
+	}
+	return fmt.Errorf("%w: resource %q: token %v is more than %v above this host's clock (Seq limit %d now)",
+		ErrAhead, resource, tok, bound, limit)
 }
 
 // ErrForeign is the sentinel behind every token refused because it belongs

@@ -15,10 +15,12 @@
 //	fencelock [--redis URL]... [--prefix P] [--timeout D] advance [--json] NAME SEQ
 //	fencelock [--redis URL]... [--prefix P] doctor [--json] [--ttl D] [--drift F] [--replica-ack N]
 //	                                        [--clock-floor] [--name NAME] [--pings N] [--replicas=false]
-//	fencelock [--redis URL]... [--prefix P] [--timeout D] reset-highwater --verifier URL [--table T] [--hw-prefix P] [--yes] NAME RESOURCE
+//	fencelock [--redis URL]... [--prefix P] [--timeout D] repair-counter [--yes] NAME
+//	fencelock [--redis URL]... [--prefix P] [--timeout D] reset-highwater --verifier URL [--table T] [--hw-prefix P] [--rebind] [--yes] NAME RESOURCE
 //	fencelock help [COMMAND]
 //
-// The global flags may also be given after the command name (before NAME).
+// The global flags (and --tls-ca, --tls-cert, --tls-key: see "TLS") may
+// also be given after the command name (before NAME).
 // help, -h and --help print the usage to stdout. A usage error prints one
 // line saying what is wrong and a hint, such as
 //
@@ -106,7 +108,9 @@
 // them (summed over the nodes of a Redis Cluster). With Redlock it prints
 // the majority's view and one line per node; a redlock waiter subscribes on
 // every node, so the waiters of the majority line is the largest per-node
-// count. --json prints one JSON object instead.
+// count. --json prints one JSON object instead. A counter more than 24h
+// above the server's clock is marked POISONED ("poisoned": true): see
+// repair-counter.
 //
 // # advance
 //
@@ -131,15 +135,39 @@
 // counter, use advance instead: a reset would let tokens Redis issued before
 // it forgot them in again.
 //
+// It also prints the lock RESOURCE is bound to. A forged token of another
+// lock (Fence-Token: 1:evil:attacker-lock, sent to a new resource) binds the
+// resource to that lock, and every real holder is refused as foreign;
+// reset-highwater then refuses (status 1) unless --rebind is given, which
+// binds RESOURCE to NAME as part of the reset. Use --rebind only when the
+// other binding is forged or the resource moved to NAME for good.
+//
+// # repair-counter
+//
+// repair-counter lowers a poisoned counter: one more than 24h above the
+// server's clock (TIME, in microseconds, the clock floor's unit), where no
+// counter that follows the clock gets, but a forged or mistyped number
+// lifts it (advance NAME 9007199254740990; heal.Write with a forged
+// token). Such a counter hands out tokens toward 2^53-1, where every
+// acquire fails. It prints the counter and the limit, and with --yes sets
+// the counter to the server's clock, on every Redlock node that has it
+// poisoned. It refuses while the lock is held (status 1): the holder's
+// token came from the poisoned counter. The verifiers that accepted the
+// poisoned tokens now refuse every new holder as stale: reset-highwater
+// NAME RESOURCE each of their resources afterwards.
+//
 // # doctor
 //
 // doctor checks the Redis deployment for what makes locks vanish or tokens
 // go back, and prints each finding with its severity (info, warn, danger),
 // the servers it holds for, its consequence and its fix; --json prints
 // {"worst", "findings", "errors"} instead. The checks (package
-// lease/doctor): the eviction policy, persistence, replication without
+// lease/doctor): the server's name and version (Redis 6.2 or Valkey 7.2 at
+// least), the eviction policy, persistence, replication without
 // replica acknowledgement, the servers' clocks against this host's, PING
-// round trips, and on a Redis Cluster sharded pub/sub and the slot of a
+// round trips, a default user without a password, plaintext to a host
+// that is not this one, poisoned counters (of --prefix; see
+// repair-counter), and on a Redis Cluster sharded pub/sub and the slot of a
 // lock's keys (of lock --name, default "doctor"). The flags describe the
 // leases that use the deployment, so the findings fit them: --ttl (default
 // 30s) and --drift (default 0.01) give the drift allowance that clock skew
@@ -151,8 +179,9 @@
 // warn finding). doctor exits with status 4 when a finding is danger: a restart,
 // failover or memory pressure can free a lock while its holder trusts its
 // lease, or make tokens go back. When a server could not be checked
-// (unreachable, or no answer within 30s) and no finding is danger, it
-// exits with status 5 of its own, and says so on stdout: NOT CHECKED when
+// (unreachable, or no answer within 30s), or refused a check's command
+// (NOPERM: stderr names the check and the permission the user lacks), and
+// no finding is danger, it exits with status 5 of its own, and says so on stdout: NOT CHECKED when
 // no server answered (with --json, "worst" is null), INCOMPLETE when some
 // did ("complete" is false); stderr says why.
 //
@@ -198,6 +227,26 @@
 // --prefix sets the prefix of the lock's Redis keys and channel (default
 // "fencelock:"). --timeout sets the time limit of inspect, advance and run
 // without --wait (default 5s).
+//
+// # TLS
+//
+// A rediss:// URL (and rediss+cluster://, rediss+sentinel://) speaks TLS
+// and checks the server's certificate against the system's roots; Go reads
+// them from the file named by SSL_CERT_FILE (or the directories in
+// SSL_CERT_DIR) when set, instead of the system's store. To trust a
+// private CA without touching the environment of every process, and to
+// present a client certificate to a server that requires one
+// (tls-auth-clients yes, mutual TLS):
+//
+//	--tls-ca FILE     PEM CA certificate(s) (or FENCELOCK_TLS_CA)
+//	--tls-cert FILE   PEM client certificate (or FENCELOCK_TLS_CERT)
+//	--tls-key FILE    its PEM key (or FENCELOCK_TLS_KEY)
+//
+// A flag wins over its variable. They apply to every rediss URL of the
+// command (reset-highwater's rediss --verifier too); with a redis:// URL
+// they are a usage error, never a silent plaintext link. Do not use
+// go-redis's ?skip_verify=true: it accepts any certificate, so whoever is
+// on the path can pose as the server and read the password.
 //
 // # Exit status
 //

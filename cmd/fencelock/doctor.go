@@ -35,8 +35,10 @@ const doctorUsage = `usage:
                                   [--clock-floor] [--name NAME] [--pings N] [--replicas=false]
 
 Checks the Redis deployment (every URL; every node of a cluster; the replicas a primary
-lists) for what loses locks or makes tokens go back: eviction, persistence, replication,
-clock skew, latency, and on a Redis Cluster sharded pub/sub and key slots. The flags describe the leases that
+lists) for what loses locks or makes tokens go back: the server's version, eviction,
+persistence, replication, clock skew, latency, a default user without a password,
+plaintext to another host, poisoned counters (more than 24h above the server's clock;
+see repair-counter), and on a Redis Cluster sharded pub/sub and key slots. The flags describe the leases that
 use it, so the findings fit them:
   --ttl D            the leases' ttl (default 30s); clock skew and round trips are held
                      against its drift allowance (ttl*drift + 2ms)
@@ -49,8 +51,8 @@ use it, so the findings fit them:
   --json             print JSON
 
 Exit status: 0 every server checked, no danger finding; 4 a danger finding (a lock can
-vanish or tokens go back); 5 no danger finding, but a server could not be checked (stdout
-says so; why is on stderr); 2 usage error.
+vanish or tokens go back); 5 no danger finding, but a server could not be checked, or
+refused a check (NOPERM: stderr names the check and the permission); 2 usage error.
 `
 
 // doctorReport is what doctor --json prints.
@@ -61,6 +63,8 @@ type doctorReport struct {
 	// Complete is false when a server could not be checked (Errors says why).
 	Complete bool     `json:"complete"`
 	Errors   []string `json:"errors,omitempty"`
+	// refused: a server refused a check (NOPERM), rather than not answering.
+	refused bool
 }
 
 // doctor is the doctor command.
@@ -110,6 +114,7 @@ func (g *globals) doctor(args []string) int {
 		rep.Findings = append(rep.Findings, found...)
 		if err != nil {
 			rep.Errors = append(rep.Errors, err.Error())
+			rep.refused = rep.refused || errors.Is(err, doctor.ErrRefused)
 		}
 	}
 	// Every server checked yields findings (each check reports, info at
@@ -149,9 +154,13 @@ func (g *globals) doctorClients() ([]redis.UniversalClient, int) {
 	if err != nil {
 		return nil, g.usageError("%v", err)
 	}
+	tc, err := g.tls.config()
+	if err != nil {
+		return nil, g.usageError("%v", err)
+	}
 	var rdbs []redis.UniversalClient
 	for _, u := range urls {
-		rdb, err := newRedis(u, len(urls) > 1)
+		rdb, err := newRedis(u, len(urls) > 1, tc)
 		if err != nil {
 			for _, r := range rdbs {
 				r.Close()
@@ -184,11 +193,18 @@ func printFindings(w io.Writer, rep doctorReport) {
 		fmt.Fprintln(w)
 	}
 	if rep.Worst == nil {
+		if rep.refused {
+			fmt.Fprintln(w, "NOT CHECKED: the server refused the checks (why: on stderr); the deployment's health is unknown")
+			return
+		}
 		fmt.Fprintln(w, "NOT CHECKED: no server answered (why: on stderr); the deployment's health is unknown")
 		return
 	}
 	fmt.Fprintf(w, "%d danger, %d warn, %d info\n", counts[doctor.Danger], counts[doctor.Warn], counts[doctor.Info])
-	if !rep.Complete {
+	switch {
+	case !rep.Complete && rep.refused:
+		fmt.Fprintln(w, "INCOMPLETE: a server refused a check (why, and the permission it needs: on stderr); its findings are missing")
+	case !rep.Complete:
 		fmt.Fprintln(w, "INCOMPLETE: a server could not be checked (why: on stderr); its findings are missing")
 	}
 }

@@ -5,8 +5,11 @@ package main
 import (
 	"encoding/json"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -33,7 +36,7 @@ func TestDoctorDanger(t *testing.T) {
 	assert.Equal(t, doctor.Danger, *rep.Worst)
 	assert.True(t, rep.Complete)
 	require.NotEmpty(t, rep.Findings)
-	assert.Equal(t, doctor.CheckEviction, rep.Findings[0].Check)
+	assert.Equal(t, doctor.CheckVersion, rep.Findings[0].Check)
 	var raw map[string]any
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &raw))
 	assert.Equal(t, "danger", raw["worst"])
@@ -166,4 +169,70 @@ func TestDoctorRedlock(t *testing.T) {
 	r := fl(t, "", "doctor", "--redis", strings.Join(urls, ","))
 	assert.Equal(t, exitOK, r.code)
 	assert.Equal(t, 3, strings.Count(r.stdout, "  persistence  "), "each master is checked")
+}
+
+// TestDoctorRefused: an ACL user without CONFIG, or without INFO, makes
+// the run incomplete (status 5), naming the check and the permission; on
+// the same server with full rights it finds the danger.
+func TestDoctorRefused(t *testing.T) {
+	s := testenv.NewRedis(t) // no persistence: danger with full rights
+	admin := s.Client()
+	defer admin.Close()
+	ctx := t.Context()
+	require.NoError(t, admin.Do(ctx, "ACL", "SETUSER", "noconfig", "on", ">pw", "+@all", "-config").Err())
+	require.NoError(t, admin.Do(ctx, "ACL", "SETUSER", "noinfo", "on", ">pw", "+@all", "-info").Err())
+
+	r := fl(t, "", "doctor", "--redis", s.URL())
+	assert.Equal(t, exitDanger, r.code, "full rights: no persistence")
+
+	r = fl(t, "", "doctor", "--redis", "redis://noconfig:pw@"+s.Addr()+"/0")
+	assert.Equal(t, exitUnchecked, r.code)
+	assert.Contains(t, r.stdout, "INCOMPLETE: a server refused a check")
+	assert.Contains(t, r.stderr, "persistence check not run: the server refused CONFIG GET")
+	assert.Contains(t, r.stderr, "+config|get")
+
+	r = fl(t, "", "doctor", "--redis", "redis://noinfo:pw@"+s.Addr()+"/0", "--json")
+	assert.Equal(t, exitUnchecked, r.code)
+	var rep doctorReport
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &rep), r.stdout)
+	assert.False(t, rep.Complete)
+	assert.Contains(t, r.stderr, "eviction check not run: the server refused INFO")
+	assert.Contains(t, r.stderr, "+info")
+	assert.NotContains(t, r.stdout, "no server answered")
+}
+
+// TestMinimalACL: the ACL that docs/operating.md gives fencelock is
+// enough to take, wait for, inspect and release a lock; and a user
+// without +@scripting is not.
+func TestMinimalACL(t *testing.T) {
+	s := testenv.NewRedis(t)
+	admin := s.Client()
+	defer admin.Close()
+	ctx := t.Context()
+	// As docs/operating.md gives it.
+	rules := []any{"ACL", "SETUSER", "fencelock", "on", ">pw", "resetkeys", "resetchannels", "~fencelock:*", "&fencelock:*",
+		"-@all", "+@read", "+@write", "+@scripting", "+@pubsub", "+@connection", "+@fast"}
+	require.NoError(t, admin.Do(ctx, rules...).Err())
+	url := "redis://fencelock:pw@" + s.Addr() + "/0"
+	name := lockName(t)
+
+	dir := t.TempDir()
+	h, _ := holder(t, dir, "--redis", url, "run", name)
+	w := start(t, "", "--redis", url, "run", "--wait", "20s", name, "--", "true") // waits on pub/sub
+	require.Eventually(t, func() bool {
+		v := inspectJSON(t, "--redis", url, name)
+		return v.Waiters != nil && *v.Waiters == 1
+	}, 15*time.Second, 50*time.Millisecond, "the waiter subscribed")
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "stop"), nil, 0o644))
+	assert.Equal(t, 0, h.wait(t).code)
+	assert.Equal(t, 0, w.wait(t).code)
+	v := inspectJSON(t, "--redis", url, name)
+	assert.False(t, v.Held)
+	assert.NotZero(t, v.Counter)
+
+	require.NoError(t, admin.Do(ctx, "ACL", "SETUSER", "noscript", "on", ">pw", "~fencelock:*", "&fencelock:*",
+		"+@read", "+@write", "+@pubsub", "+@connection", "+@fast").Err())
+	r := fl(t, "", "--redis", "redis://noscript:pw@"+s.Addr()+"/0", "run", name, "--", "true")
+	assert.NotEqual(t, 0, r.code)
+	assert.Contains(t, r.stderr, "NOPERM")
 }

@@ -25,8 +25,11 @@ type state struct {
 	Token   string `json:"token,omitempty"` // text form, SEQ:HOLDER:KEY
 	Seq     uint64 `json:"seq,omitempty"`
 	TTLms   int64  `json:"ttl_ms"`
-	Counter uint64 `json:"counter"`           // LastSeq: the last Seq issued
-	Waiters *int64 `json:"waiters,omitempty"` // nil when not counted
+	Counter uint64 `json:"counter"` // LastSeq: the last Seq issued
+	// Poisoned: the counter is more than counterbound.Ahead above the
+	// server's clock (see repair-counter).
+	Poisoned bool   `json:"poisoned,omitempty"`
+	Waiters  *int64 `json:"waiters,omitempty"` // nil when not counted
 }
 
 func stateOf(info lease.Info, waiters int64) state {
@@ -64,7 +67,11 @@ func (s state) fields() string {
 	} else {
 		b.WriteString("free")
 	}
-	fmt.Fprintf(&b, " counter=%d waiters=%s", s.Counter, waiters(s.Waiters))
+	fmt.Fprintf(&b, " counter=%d", s.Counter)
+	if s.Poisoned {
+		b.WriteString(" POISONED")
+	}
+	fmt.Fprintf(&b, " waiters=%s", waiters(s.Waiters))
 	return b.String()
 }
 
@@ -100,7 +107,7 @@ func (v view) print(w io.Writer) {
 	} else {
 		fmt.Fprintf(w, "holder    (free)\n")
 	}
-	fmt.Fprintf(w, "counter   %d\nwaiters   %s\n", v.Counter, waiters(v.Waiters))
+	fmt.Fprintf(w, "counter   %d%s\nwaiters   %s\n", v.Counter, poisonNote(v.Poisoned), waiters(v.Waiters))
 }
 
 func printJSON(w io.Writer, v any) {

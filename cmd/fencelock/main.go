@@ -46,7 +46,8 @@ const usageText = `usage:
   fencelock [global flags] inspect [--json] NAME
   fencelock [global flags] advance [--json] NAME SEQ
   fencelock [global flags] doctor [--json] [FLAGS]  check Redis for what loses locks (doctor --help)
-  fencelock [global flags] reset-highwater --verifier URL [--yes] NAME RESOURCE
+  fencelock [global flags] reset-highwater --verifier URL [--rebind] [--yes] NAME RESOURCE
+  fencelock [global flags] repair-counter [--yes] NAME
   fencelock help [COMMAND]
 
 Commands:
@@ -69,7 +70,7 @@ Commands:
              --json      print JSON
   advance  lift the lock's counter to at least SEQ and print the counter afterwards
              --json      print JSON
-` + resetUsage + `  help     print this help (help COMMAND, or COMMAND -h, prints it too)
+` + resetUsage + repairUsage + `  help     print this help (help COMMAND, or COMMAND -h, prints it too)
 
 Global flags (before or after the command name):
   --redis URL    Redis to use; repeatable or comma-separated (default: $REDIS_URL;
@@ -84,11 +85,11 @@ Global flags (before or after the command name):
   --prefix P     prefix of the Redis keys and channel (default "` + defaultPrefix + `")
   --timeout D    how long inspect, advance, and run without --wait may take against a
                  slow or unreachable Redis (default 5s)
-
+` + tlsUsage + `
 Exit status:
   run      the command's exit status when it ran and the lease held (128+N if it
            died of signal N)
-  0        inspect, advance, reset-highwater, help succeeded; doctor: all
+  0        inspect, advance, reset-highwater, repair-counter, help succeeded; doctor: all
            checked, no danger finding
   1        other errors (Redis unreachable, command not found, ...)
   2        usage error (bad flags or arguments, no --redis or REDIS_URL; one line
@@ -119,6 +120,7 @@ type globals struct {
 	redis   urlList
 	prefix  string
 	timeout time.Duration
+	tls     tlsFlags
 	cmd     string // the command being run, for the usage hint
 	stdout  io.Writer
 	stderr  io.Writer
@@ -144,6 +146,7 @@ func (g *globals) flagSet(name string) *flag.FlagSet {
 	fs.Var(&g.redis, "redis", "Redis URL")
 	fs.StringVar(&g.prefix, "prefix", g.prefix, "key prefix")
 	fs.DurationVar(&g.timeout, "timeout", g.timeout, "operation timeout")
+	g.tls.register(fs)
 	return fs
 }
 
@@ -161,7 +164,8 @@ func (g *globals) usageError(format string, args ...any) int {
 
 // fail reports an error that is not a usage error.
 func (g *globals) fail(code int, format string, args ...any) int {
-	fmt.Fprintf(g.stderr, "fencelock: "+format+"\n", args...)
+	msg := fmt.Sprintf(format, args...)
+	fmt.Fprintf(g.stderr, "fencelock: %s%s\n", msg, tlsHint(msg))
 	return code
 }
 
@@ -194,7 +198,7 @@ func fencelock(args []string, stdout, stderr io.Writer) int {
 			return exitOK
 		}
 		return g.help()
-	case "run", "inspect", "advance", "doctor", "reset-highwater":
+	case "run", "inspect", "advance", "doctor", "reset-highwater", "repair-counter":
 		g.cmd = rest[0]
 	}
 	switch rest[0] {
@@ -208,6 +212,8 @@ func fencelock(args []string, stdout, stderr io.Writer) int {
 		return g.doctor(rest[1:])
 	case "reset-highwater":
 		return g.resetHighWater(rest[1:])
+	case "repair-counter":
+		return g.repairCounter(rest[1:])
 	}
 	return g.usageError("unknown command %q", rest[0])
 }

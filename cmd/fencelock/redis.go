@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"os"
@@ -71,8 +72,9 @@ func multiHost(scheme, rest string) string {
 
 // newRedis returns a go-redis client for one URL. node tunes it as a
 // Redlock node (no command retries, one dial attempt), unless the URL says
-// otherwise.
-func newRedis(raw string, node bool) (redis.UniversalClient, error) {
+// otherwise. tc (nil for none) is the --tls-* flags' CA and client
+// certificate, for a rediss URL.
+func newRedis(raw string, node bool, tc *tls.Config) (redis.UniversalClient, error) {
 	scheme, rest, ok := strings.Cut(raw, "://")
 	if !ok {
 		return nil, &badURLError{fmt.Errorf("bad Redis URL %q: no scheme", raw)}
@@ -84,6 +86,9 @@ func newRedis(raw string, node bool) (redis.UniversalClient, error) {
 		if err != nil {
 			return nil, bad(err)
 		}
+		if o.TLSConfig, err = withTLS(o.TLSConfig, tc, raw); err != nil {
+			return nil, err
+		}
 		o.ContextTimeoutEnabled = true
 		o.MaxRetries, o.DialerRetries = retries(node, o.MaxRetries, o.DialerRetries)
 		return redis.NewClient(o), nil
@@ -91,6 +96,9 @@ func newRedis(raw string, node bool) (redis.UniversalClient, error) {
 		o, err := redis.ParseClusterURL(multiHost(strings.TrimSuffix(scheme, "+cluster"), rest))
 		if err != nil {
 			return nil, bad(err)
+		}
+		if o.TLSConfig, err = withTLS(o.TLSConfig, tc, raw); err != nil {
+			return nil, err
 		}
 		o.ContextTimeoutEnabled = true
 		o.MaxRetries, o.DialerRetries = retries(node, o.MaxRetries, o.DialerRetries)
@@ -102,6 +110,9 @@ func newRedis(raw string, node bool) (redis.UniversalClient, error) {
 		}
 		if o.MasterName == "" {
 			return nil, bad(errors.New("a sentinel URL needs ?master_name=NAME"))
+		}
+		if o.TLSConfig, err = withTLS(o.TLSConfig, tc, raw); err != nil {
+			return nil, err
 		}
 		o.ContextTimeoutEnabled = true
 		o.MaxRetries, o.DialerRetries = retries(node, o.MaxRetries, o.DialerRetries)
@@ -168,11 +179,15 @@ func (g *globals) connect() (backend, error) {
 	if err != nil {
 		return nil, err
 	}
+	tc, err := g.tls.config()
+	if err != nil {
+		return nil, err
+	}
 	if n := len(urls); n > 1 && (n < 3 || n%2 == 0) {
 		return nil, &badURLError{fmt.Errorf("%d Redis URLs: Redlock needs an odd number, at least 3, of --redis servers (one URL for one Redis deployment)", n)}
 	}
 	if len(urls) == 1 {
-		rdb, err := newRedis(urls[0], false)
+		rdb, err := newRedis(urls[0], false, tc)
 		if err != nil {
 			return nil, err
 		}
@@ -190,7 +205,7 @@ func (g *globals) connect() (backend, error) {
 		}
 	}
 	for _, u := range urls {
-		rdb, err := newRedis(u, true)
+		rdb, err := newRedis(u, true, tc)
 		if err != nil {
 			closeAll()
 			return nil, err
@@ -273,7 +288,11 @@ func (s *single) inspect(ctx context.Context, name string) (view, error) {
 	if err != nil {
 		return view{}, fmt.Errorf("count waiters: %w", err)
 	}
-	return view{Name: name, Mode: "single", state: stateOf(info, n)}, nil
+	st := stateOf(info, n)
+	if st.Poisoned, err = poisoned(ctx, s.rdb, st.Counter); err != nil {
+		return view{}, err
+	}
+	return view{Name: name, Mode: "single", state: st}, nil
 }
 
 func (s *single) advance(ctx context.Context, name string, floor uint64) (uint64, error) {
@@ -332,10 +351,14 @@ func (q *quorum) inspect(ctx context.Context, name string) (view, error) {
 				return
 			}
 			v.Nodes[i].Waiters = &n
+			if v.Nodes[i].Poisoned, err = poisoned(nctx, q.rdbs[i], v.Nodes[i].Counter); err != nil {
+				v.Nodes[i].Error = err.Error()
+			}
 		}()
 	}
 	wg.Wait()
 	for _, n := range v.Nodes {
+		v.Poisoned = v.Poisoned || n.Poisoned
 		if n.Waiters != nil && (v.Waiters == nil || *n.Waiters > *v.Waiters) {
 			w := *n.Waiters
 			v.Waiters = &w

@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"database/sql"
 	"errors"
 	"flag"
@@ -25,8 +26,12 @@ const resetUsage = `  reset-highwater  set RESOURCE's high-water in a verifier's
            state, read from Redis now: the holder's token if NAME is held, else its
            counter with no holder (every older token stays refused, the next
            acquisition is accepted). The way back from a poisoned high-water (a
-           made-up token with the largest Seq, 2^53-1). Prints the change; changes
-           nothing without --yes, nor when the high-water is not above the lock's.
+           made-up token with the largest Seq, 2^53-1) or a forged binding (RESOURCE
+           bound to another lock). Prints the lock RESOURCE is bound to and the
+           change; changes nothing without --yes, nor when the high-water is not
+           above the lock's and RESOURCE is bound to NAME.
+             --rebind        bind RESOURCE to NAME when it is bound to another lock
+                             (refused without it)
              --verifier URL  the verifier's store: postgres://..., mysql://DSN
                              (mysql://app:pw@tcp(db:3306)/app) or redis://...
              --table T       SQL high-water table, [SCHEMA.]NAME (default fence_tokens)
@@ -39,6 +44,7 @@ const resetUsage = `  reset-highwater  set RESOURCE's high-water in a verifier's
 type highWater interface {
 	verifier.Resetter
 	Highest(ctx context.Context, resource string) (uint64, string, error)
+	Lock(ctx context.Context, resource string) (string, error)
 }
 
 // resetHighWater is the reset-highwater command.
@@ -48,6 +54,7 @@ func (g *globals) resetHighWater(args []string) int {
 	table := fs.String("table", sqlverifier.DefaultTable, "SQL high-water table")
 	hwPrefix := fs.String("hw-prefix", redisverifier.DefaultPrefix, "redisverifier key prefix")
 	yes := fs.Bool("yes", false, "make the change")
+	rebind := fs.Bool("rebind", false, "bind RESOURCE to NAME when it is bound to another lock")
 	pos, err := parseArgs(fs, args)
 	switch {
 	case errors.Is(err, flag.ErrHelp):
@@ -75,7 +82,11 @@ func (g *globals) resetHighWater(args []string) int {
 	ctx, cancel := bud.ctx()
 	defer cancel()
 
-	hw, closeStore, err := openStore(ctx, *store, *table, *hwPrefix)
+	tc, err := g.tls.config()
+	if err != nil {
+		return g.usageError("reset-highwater: %v", err)
+	}
+	hw, closeStore, err := openStore(ctx, *store, *table, *hwPrefix, tc)
 	var bad *badURLError
 	switch {
 	case errors.As(err, &bad) || errors.Is(err, verifier.ErrInvalid):
@@ -104,12 +115,24 @@ func (g *globals) resetHighWater(args []string) int {
 	if err = g.timedOut(err); err != nil {
 		return g.fail(exitFailure, "reset-highwater %q: reading the high-water: %v", resource, err)
 	}
+	bound, err := hw.Lock(ctx, resource)
+	if err = g.timedOut(err); err != nil {
+		return g.fail(exitFailure, "reset-highwater %q: reading its lock: %v", resource, err)
+	}
 	fmt.Fprintf(g.stdout, "resource  %s\nlock      %s\n", resource, v.state.fields())
-	fmt.Fprintf(g.stdout, "before    seq=%d holder=%q\n", seq, holder)
-	if seq <= to.Seq {
+	fmt.Fprintf(g.stdout, "before    seq=%d holder=%q lock=%q\n", seq, holder, bound)
+	foreign := bound != "" && bound != name
+	switch {
+	case foreign && !*rebind:
+		fmt.Fprintf(g.stdout, "after     unchanged: %q is bound to lock %q, not %q\n", resource, bound, name)
+		return g.fail(exitFailure, "reset-highwater %q: bound to lock %q, not %q: add --rebind to bind it to %q "+
+			"(only when %q's binding is forged or the resource moved to %q for good)", resource, bound, name, name, bound, name)
+	case !foreign && seq <= to.Seq:
 		fmt.Fprintf(g.stdout, "after     unchanged: the high-water is not above the lock's state\n")
 		return exitOK
 	}
+	// Rebinding resets to the lock's state too: the tokens NAME issued
+	// before (a holder paused since) stay refused.
 	if !*yes {
 		fmt.Fprintf(g.stdout, "after     seq=%d holder=%q lock=%q (not done: add --yes)\n", to.Seq, to.Holder, to.Key)
 		return exitOK
@@ -122,8 +145,9 @@ func (g *globals) resetHighWater(args []string) int {
 }
 
 // openStore connects to the verifier's store named by raw and returns its
-// verifier and the function that closes the connection.
-func openStore(ctx context.Context, raw, table, hwPrefix string) (highWater, func(), error) {
+// verifier and the function that closes the connection. tc is the
+// --tls-* flags' settings, for a rediss:// store.
+func openStore(ctx context.Context, raw, table, hwPrefix string, tc *tls.Config) (highWater, func(), error) {
 	scheme, rest, ok := strings.Cut(raw, "://")
 	if !ok {
 		return nil, nil, &badURLError{fmt.Errorf("%q: no scheme (postgres://, mysql://, redis://)", raw)}
@@ -158,7 +182,10 @@ func openStore(ctx context.Context, raw, table, hwPrefix string) (highWater, fun
 		}
 		return v, func() { v.Close(); db.Close() }, nil
 	case "redis", "rediss", "unix", "redis+cluster", "rediss+cluster", "redis+sentinel", "rediss+sentinel":
-		rdb, err := newRedis(raw, false)
+		if !strings.HasPrefix(scheme, "rediss") {
+			tc = nil // the flags are for TLS stores; a plaintext one is not refused for them
+		}
+		rdb, err := newRedis(raw, false, tc)
 		if err != nil {
 			return nil, nil, err
 		}

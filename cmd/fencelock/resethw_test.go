@@ -5,6 +5,8 @@ package main
 import (
 	"context"
 	"database/sql"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -164,4 +166,57 @@ func TestResetHighWaterRefuses(t *testing.T) {
 	r = fl(t, "", on("reset-highwater", "--verifier", "ftp://x", lock, res)...)
 	assert.Equal(t, exitUsage, r.code)
 	assert.Contains(t, r.stderr, "unknown scheme")
+}
+
+// TestResetHighWaterRebind: a forged token of another lock, sent through
+// the HTTP middleware, binds a new resource to that lock, and every real
+// holder is refused as foreign. reset-highwater shows the binding and
+// refuses to change it without --rebind; with it, the resource is bound
+// to the real lock again and its holder writes.
+func TestResetHighWaterRebind(t *testing.T) {
+	ctx := t.Context()
+	rdb := redis.NewClient(&redis.Options{Addr: strings.TrimSuffix(strings.TrimPrefix(redisURL, "redis://"), "/0")})
+	t.Cleanup(func() { rdb.Close() })
+	rv, err := redisverifier.New(rdb)
+	require.NoError(t, err)
+	lock, res := lockName(t), "payroll/"+lockName(t)
+	mw, err := verifier.NewMiddleware(rv, verifier.WithResource(func(*http.Request) (string, error) { return res, nil }))
+	require.NoError(t, err)
+	srv := httptest.NewServer(mw(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})))
+	t.Cleanup(srv.Close)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPut, srv.URL+"/payroll", nil)
+	require.NoError(t, err)
+	req.Header.Set(fence.Header, "1:evil:attacker-lock")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode, "a verifier trusts its callers")
+
+	dir := t.TempDir()
+	p, text := holder(t, dir, on("run", "--ttl", "20s", lock)...)
+	tok, err := fence.Parse(text)
+	require.NoError(t, err)
+	require.ErrorIs(t, rv.Claim(ctx, res, tok), verifier.ErrForeign, "the real holder is refused")
+
+	r := fl(t, "", on("reset-highwater", "--verifier", redisURL, "--yes", lock, res)...)
+	assert.Equal(t, exitFailure, r.code, "no rebinding without --rebind")
+	assert.Contains(t, r.stdout, `lock="attacker-lock"`)
+	assert.Contains(t, r.stderr, "--rebind")
+	bound, err := rv.Lock(ctx, res)
+	require.NoError(t, err)
+	assert.Equal(t, "attacker-lock", bound, "unchanged")
+
+	r = fl(t, "", on("reset-highwater", "--verifier", redisURL, "--rebind", lock, res)...)
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "not done: add --yes")
+
+	r = fl(t, "", on("reset-highwater", "--verifier", redisURL, "--rebind", "--yes", lock, res)...)
+	require.Equal(t, 0, r.code, r.stderr)
+	bound, err = rv.Lock(ctx, res)
+	require.NoError(t, err)
+	assert.Equal(t, lock, bound)
+	require.NoError(t, rv.Claim(ctx, res, tok), "the real holder writes again")
+	require.ErrorIs(t, rv.Claim(ctx, res, fence.Token{Key: "attacker-lock", Seq: 2, Holder: "evil"}), verifier.ErrForeign)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "stop"), nil, 0o600))
+	require.Equal(t, 0, p.wait(t).code)
 }

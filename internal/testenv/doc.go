@@ -20,6 +20,9 @@
 // DATABASE_URL / MYSQL_DSN when set (see [RedisURL], [DatabaseURL]) and start a throwaway server otherwise, so a
 // newcomer's first run needs no configuration.
 //
+// A Redis can take TLS alone, or mutual TLS (RedisOptions.TLS), with a CA and
+// certificates that openssl makes in its directory ([Redis.TLS]).
+//
 // Servers can be stopped, killed, paused and restarted on the same port and
 // data directory, which is what the durability tests need: a Redis without
 // persistence forgets its keys on restart, a replica can be promoted, a

@@ -3,6 +3,7 @@ package testenv
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -54,6 +55,10 @@ type RedisOptions struct {
 	// nothing connects to Redis's well-known 6379 (in a private network
 	// namespace, where it is free): it fails when the port is taken.
 	Port int
+	// TLS makes the server take TLS connections alone (TLSOnly), and
+	// client certificates too (MutualTLS), with certificates that openssl
+	// makes in its directory (see [Redis.TLS]). The default is NoTLS.
+	TLS TLSMode
 }
 
 // Redis is one redis-server process in its own temporary directory, on
@@ -64,8 +69,10 @@ type Redis struct {
 	bin       string
 	dir       string
 	port      int
-	args      []string // RedisOptions.Args
-	replicaOf string   // primary address given to --replicaof on (re)start, "" for a master
+	args      []string  // RedisOptions.Args
+	tls       *TLSFiles // nil for plaintext
+	mutual    bool      // MutualTLS
+	replicaOf string    // primary address given to --replicaof on (re)start, "" for a master
 	proc      *proc
 	closed    bool
 }
@@ -74,13 +81,14 @@ type Redis struct {
 // it on) and waits until it answers PING. The caller must Close it.
 func StartRedis(ctx context.Context, opt RedisOptions) (*Redis, error) {
 	if opt.Port != 0 {
-		return startRedisOn(ctx, opt.Port, opt.Args)
+		return startRedisOn(ctx, opt)
 	}
-	return startRedis(ctx, opt.Args, "", nil)
+	return startRedis(ctx, opt, "", nil)
 }
 
 // startRedisOn starts a server on port, and only there.
-func startRedisOn(ctx context.Context, port int, args []string) (*Redis, error) {
+func startRedisOn(ctx context.Context, opt RedisOptions) (*Redis, error) {
+	port := opt.Port
 	bin, err := redisServer()
 	if err != nil {
 		return nil, err
@@ -90,30 +98,46 @@ func startRedisOn(ctx context.Context, port int, args []string) (*Redis, error) 
 	if !portFree(port) {
 		return nil, fmt.Errorf("testenv: 127.0.0.1:%d is taken: %w", port, errAddrInUse)
 	}
+	r, err := newRedis(ctx, bin, opt, "")
+	if err != nil {
+		return nil, err
+	}
+	r.port = port
+	if err := r.Start(ctx); err != nil {
+		os.RemoveAll(r.dir)
+		return nil, err
+	}
+	return r, nil
+}
+
+// newRedis makes a Redis (not started) in a new temporary directory, with
+// its certificates when opt asks for TLS.
+func newRedis(ctx context.Context, bin string, opt RedisOptions, replicaOf string) (*Redis, error) {
 	dir, err := makeTempDir("testenv-redis-")
 	if err != nil {
 		return nil, err
 	}
-	r := &Redis{bin: bin, dir: dir, args: args, port: port}
-	if err := r.Start(ctx); err != nil {
-		os.RemoveAll(dir)
-		return nil, err
+	r := &Redis{bin: bin, dir: dir, args: opt.Args, replicaOf: replicaOf, mutual: opt.TLS == MutualTLS}
+	if opt.TLS != NoTLS {
+		if r.tls, err = makeCerts(ctx, dir); err != nil {
+			os.RemoveAll(dir)
+			return nil, err
+		}
 	}
 	return r, nil
 }
 
 // startRedis starts a server on a port that portOK accepts, retrying on a new
 // port when the chosen one was taken before redis-server could bind it.
-func startRedis(ctx context.Context, args []string, replicaOf string, portOK func(int) bool) (*Redis, error) {
+func startRedis(ctx context.Context, opt RedisOptions, replicaOf string, portOK func(int) bool) (*Redis, error) {
 	bin, err := redisServer()
 	if err != nil {
 		return nil, err
 	}
-	dir, err := makeTempDir("testenv-redis-")
+	r, err := newRedis(ctx, bin, opt, replicaOf)
 	if err != nil {
 		return nil, err
 	}
-	r := &Redis{bin: bin, dir: dir, args: args, replicaOf: replicaOf}
 	for attempt := 1; ; attempt++ {
 		if r.port, err = freePort(portOK); err == nil {
 			if err = r.Start(ctx); err == nil {
@@ -122,7 +146,7 @@ func startRedis(ctx context.Context, args []string, replicaOf string, portOK fun
 			releasePort(r.port)
 		}
 		if attempt == 5 || !errors.Is(err, errAddrInUse) {
-			os.RemoveAll(dir)
+			os.RemoveAll(r.dir)
 			return nil, err
 		}
 	}
@@ -159,16 +183,31 @@ func (r *Redis) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Ito
 // Port returns the TCP port, the same across restarts.
 func (r *Redis) Port() int { return r.port }
 
-// URL returns "redis://127.0.0.1:port/0".
-func (r *Redis) URL() string { return "redis://" + r.Addr() + "/0" }
+// URL returns "redis://127.0.0.1:port/0", or "rediss://..." for a TLS
+// server.
+func (r *Redis) URL() string {
+	if r.tls != nil {
+		return "rediss://" + r.Addr() + "/0"
+	}
+	return "redis://" + r.Addr() + "/0"
+}
+
+// TLS returns the certificate files of a TLS server, nil for a plaintext
+// one.
+func (r *Redis) TLS() *TLSFiles { return r.tls }
 
 // Dir returns the server's working directory (RDB, AOF, redis.log).
 func (r *Redis) Dir() string { return r.dir }
 
 // Options returns fresh go-redis options for this server, with a 1s dial
 // timeout, for callers that want to tune timeouts before redis.NewClient.
+// For a TLS server they trust its CA and present the client certificate.
 func (r *Redis) Options() *redis.Options {
-	return &redis.Options{Addr: r.Addr(), DialTimeout: time.Second}
+	o := &redis.Options{Addr: r.Addr(), DialTimeout: time.Second}
+	if r.tls != nil {
+		o.TLSConfig, _ = r.tls.ClientConfig(true) // the files were read at start
+	}
+	return o
 }
 
 // Client returns a new go-redis client for this server; the caller closes it.
@@ -197,6 +236,9 @@ func (r *Redis) Start(ctx context.Context) error {
 		// Redis 7 waits 5s for more replicas before a diskless full sync.
 		"--repl-diskless-sync-delay", "0",
 	}
+	if r.tls != nil {
+		args = append(args, r.tls.tlsArgs(r.port, r.mutual)...)
+	}
 	args = append(args, r.args...)
 	if r.replicaOf != "" {
 		host, port, _ := net.SplitHostPort(r.replicaOf)
@@ -208,20 +250,21 @@ func (r *Redis) Start(ctx context.Context) error {
 		return err
 	}
 	r.proc = p
-	if err := waitPing(ctx, r.Addr(), p); err != nil {
+	if err := waitPing(ctx, r.Addr(), r.tls, p); err != nil {
 		p.kill()
 		return startError(r.name()+" on "+r.Addr(), r.logPath(), offset, err)
 	}
 	return nil
 }
 
-// waitPing polls addr with a raw PING until it answers +PONG (not -LOADING).
-func waitPing(ctx context.Context, addr string, p *proc) error {
+// waitPing polls addr with a raw PING until it answers +PONG (not -LOADING),
+// over TLS when tf is not nil.
+func waitPing(ctx context.Context, addr string, tf *TLSFiles, p *proc) error {
 	ctx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()
 	var last error
 	for {
-		if last = ping(ctx, addr); last == nil {
+		if last = ping(ctx, addr, tf); last == nil {
 			return nil
 		}
 		select {
@@ -234,13 +277,26 @@ func waitPing(ctx context.Context, addr string, p *proc) error {
 	}
 }
 
-func ping(ctx context.Context, addr string) error {
+func ping(ctx context.Context, addr string, tf *TLSFiles) error {
 	var d net.Dialer
 	ctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
 	conn, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return err
+	}
+	if tf != nil {
+		c, err := tf.ClientConfig(true)
+		if err != nil {
+			conn.Close()
+			return err
+		}
+		tc := tls.Client(conn, c)
+		if err := tc.HandshakeContext(ctx); err != nil {
+			conn.Close()
+			return err
+		}
+		conn = tc
 	}
 	defer conn.Close()
 	_ = conn.SetDeadline(time.Now().Add(time.Second))

@@ -108,7 +108,7 @@ func (s *Sentinel) start(ctx context.Context, primary *Redis) error {
 		return err
 	}
 	s.proc = p
-	if err := waitPing(ctx, s.Addr(), p); err != nil {
+	if err := waitPing(ctx, s.Addr(), nil, p); err != nil {
 		p.kill()
 		return startError("redis sentinel on "+s.Addr(), s.logPath(), offset, err)
 	}

@@ -26,7 +26,7 @@ func TestRedisKillForgetsKeys(t *testing.T) {
 	require.NoError(t, c.Set(ctx, "k", "v", 0).Err())
 
 	require.NoError(t, r.Kill())
-	assert.Error(t, ping(ctx, addr), "server is down")
+	assert.Error(t, ping(ctx, addr, nil), "server is down")
 	require.NoError(t, r.Start(ctx))
 	assert.Equal(t, addr, r.Addr(), "same port after restart")
 	assert.ErrorIs(t, c.Get(ctx, "k").Err(), redis.Nil, "no persistence: key is gone")

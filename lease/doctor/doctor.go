@@ -2,6 +2,7 @@ package doctor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -57,16 +58,21 @@ func (s *Severity) UnmarshalText(b []byte) error {
 
 // The checks, in the order [Check] reports them.
 const (
+	CheckVersion     = "version"
 	CheckEviction    = "eviction"
 	CheckPersistence = "persistence"
 	CheckReplication = "replication"
 	CheckClock       = "clock"
 	CheckLatency     = "latency"
+	CheckAuth        = "auth"
+	CheckTransport   = "transport"
+	CheckCounters    = "counters"
 	CheckPubSub      = "cluster-pubsub"
 	CheckSlot        = "cluster-slot"
 )
 
-var checkOrder = []string{CheckEviction, CheckPersistence, CheckReplication, CheckClock, CheckLatency, CheckPubSub, CheckSlot}
+var checkOrder = []string{CheckVersion, CheckEviction, CheckPersistence, CheckReplication, CheckClock, CheckLatency,
+	CheckAuth, CheckTransport, CheckCounters, CheckPubSub, CheckSlot}
 
 // Finding is one thing a check found. Findings that read the same on
 // several servers are reported once, with all of their servers.
@@ -111,9 +117,11 @@ func (e *ServerError) Unwrap() error { return e.Err }
 //
 // A server that cannot be checked (unreachable, or ctx ended) yields a
 // [*ServerError] in the returned error, joined with the others; the
-// findings of the other servers are returned with it. A check that the
-// server refuses (CONFIG disabled, as on some managed services) is a Warn
-// finding instead. Check returns by ctx's deadline when rdb was made with
+// findings of the other servers are returned with it. A check whose
+// command the server refuses with NOPERM (the user's ACL) yields a
+// [*RefusedError] in a *ServerError, and the other checks of that server
+// still run; CONFIG disabled or renamed (as on some managed services) is a
+// Warn finding instead. Check returns by ctx's deadline when rdb was made with
 // go-redis's ContextTimeoutEnabled.
 func Check(ctx context.Context, rdb redis.UniversalClient, opts ...Option) ([]Finding, error) {
 	cfg, err := newConfig(opts)
@@ -183,27 +191,55 @@ func serverName(ctx context.Context, n *redis.Client) string {
 	return "sentinel-primary"
 }
 
-// checkNode runs the per-server checks on n.
+// checkNode runs the per-server checks on n. A refused INFO or CONFIG GET
+// is a *RefusedError for the checks that need it; the others still run.
 func checkNode(ctx context.Context, n *redis.Client, addr string, cfg *config) ([]Finding, error) {
+	var (
+		fs      []Finding
+		errs    []error
+		replica bool // its primary's counters are the ones that count
+	)
 	info, err := n.Info(ctx).Result()
-	if err != nil {
+	switch {
+	case isNoPerm(err):
+		for _, c := range []string{CheckVersion, CheckEviction, CheckPersistence, CheckReplication} {
+			errs = append(errs, refused(c, "INFO", err))
+		}
+	case err != nil:
 		return nil, err
+	default:
+		s := serverState{info: parseInfo(info)}
+		replica = s.info["role"] == "slave"
+		s.readConfig(ctx, n)
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if isNoPerm(s.confErr) {
+			errs = append(errs, refused(CheckPersistence, "CONFIG GET", s.confErr))
+		}
+		fs = append(fs, versionFindings(s)...)
+		fs = append(fs, evictionFindings(s)...)
+		fs = append(fs, persistenceFindings(s, cfg)...)
+		fs = append(fs, replicationFindings(s, cfg)...)
 	}
-	s := serverState{info: parseInfo(info)}
-	s.readConfig(ctx, n)
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	var fs []Finding
-	fs = append(fs, evictionFindings(s)...)
-	fs = append(fs, persistenceFindings(s, cfg)...)
-	fs = append(fs, replicationFindings(s, cfg)...)
 	t, err := checkTiming(ctx, n, cfg)
 	fs = append(fs, t...)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	fs = append(fs, authFinding(ctx, n)...)
+	fs = append(fs, transportFinding(addr, n.Options()))
+	if !replica {
+		c, err := counterFindings(ctx, n, cfg)
+		fs = append(fs, c...)
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
 	for i := range fs {
 		fs[i].Servers = []string{addr}
 	}
-	return fs, err
+	return fs, errors.Join(errs...)
 }
 
 // merge sorts findings by check and joins those that differ only in

@@ -94,8 +94,11 @@ func TestWellConfigured(t *testing.T) {
 		assert.Equal(t, []string{rdb.Options().Addr}, f.Servers)
 	}
 	// Every per-server check reports, in order.
-	assert.Equal(t, []string{doctor.CheckEviction, doctor.CheckPersistence, doctor.CheckReplication,
-		doctor.CheckClock, doctor.CheckLatency}, checks)
+	assert.Equal(t, []string{doctor.CheckVersion, doctor.CheckEviction, doctor.CheckPersistence, doctor.CheckReplication,
+		doctor.CheckClock, doctor.CheckLatency, doctor.CheckAuth, doctor.CheckTransport, doctor.CheckCounters}, checks)
+	assert.Regexp(t, `^(redis|valkey) \d+\.\d+`, one(t, fs, doctor.CheckVersion, doctor.Info).Finding)
+	assert.Contains(t, one(t, fs, doctor.CheckAuth, doctor.Warn).Finding, "default user has no password")
+	assert.Contains(t, one(t, fs, doctor.CheckTransport, doctor.Info).Finding, "plaintext, on this host")
 	assert.Equal(t, doctor.Info, one(t, fs, doctor.CheckPersistence).Severity, "AOF everysec")
 	assert.Equal(t, doctor.Info, one(t, fs, doctor.CheckEviction).Severity)
 	assert.Equal(t, doctor.Info, one(t, fs, doctor.CheckClock).Severity, "same host, same clock")

@@ -94,7 +94,8 @@ func WithClockFloor(on bool) Option {
 }
 
 // WithPrefix gives the leases' lease.WithPrefix, used by the cluster slot
-// check. The default is lease.DefaultPrefix, "fencelock:".
+// check and the counters check. The default is lease.DefaultPrefix,
+// "fencelock:".
 func WithPrefix(p string) Option {
 	return func(c *config) error {
 		if strings.ContainsAny(p, "{}") {

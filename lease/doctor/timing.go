@@ -19,14 +19,14 @@ func checkTiming(ctx context.Context, n *redis.Client, cfg *config) ([]Finding, 
 	for range cfg.pings {
 		start := time.Now()
 		if err := n.Ping(ctx).Err(); err != nil {
-			return nil, fmt.Errorf("PING: %w", err)
+			return nil, refused(CheckLatency, "PING", fmt.Errorf("PING: %w", err))
 		}
 		rtts = append(rtts, time.Since(start))
 	}
 	slices.Sort(rtts)
 	skew, uncertainty, err := measureSkew(ctx, n)
 	if err != nil {
-		return nil, fmt.Errorf("TIME: %w", err)
+		return nil, refused(CheckClock, "TIME", fmt.Errorf("TIME: %w", err))
 	}
 	return []Finding{clockFinding(skew, uncertainty, cfg), latencyFinding(rtts, cfg)}, nil
 }

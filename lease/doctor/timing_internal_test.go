@@ -56,3 +56,26 @@ func TestLatencyThreshold(t *testing.T) {
 	cfg, _ = newConfig(nil)
 	assert.Equal(t, Info, latencyFinding(ms(900), cfg).Severity, "no ttl, nothing to hold it against")
 }
+
+// Old servers cannot be started here: the version rule is checked on INFO
+// text, the finding on a real server in doctor_test.go.
+func TestVersionFindings(t *testing.T) {
+	for _, tc := range []struct {
+		info map[string]string
+		want Severity
+		says string
+	}{
+		{map[string]string{"redis_version": "7.0.15"}, Info, "redis 7.0.15"},
+		{map[string]string{"redis_version": "6.2.0"}, Info, "redis 6.2.0"},
+		{map[string]string{"redis_version": "6.0.16"}, Danger, "redis 6.0.16 is older than 6.2"},
+		{map[string]string{"redis_version": "7.2.4", "server_name": "valkey", "valkey_version": "8.0.1"}, Info, "valkey 8.0.1"},
+		{map[string]string{"redis_version": "7.2.4", "valkey_version": "7.1.0"}, Danger, "valkey 7.1.0 is older than 7.2"},
+		{map[string]string{}, Warn, "does not show"},
+		{map[string]string{"redis_version": "7.x"}, Warn, "does not show"},
+	} {
+		fs := versionFindings(serverState{info: tc.info})
+		require.Len(t, fs, 1)
+		assert.Equal(t, tc.want, fs[0].Severity, "%v", tc.info)
+		assert.Contains(t, fs[0].Finding, tc.says)
+	}
+}

@@ -1,8 +1,10 @@
 package pgverifier_test
 
 import (
+	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/stretchr/testify/assert"
@@ -120,4 +122,16 @@ func TestClaimRacingMove(t *testing.T) {
 		}
 	}
 	t.Logf("accepted %d, foreign %d, stale %d", accepted, foreign, stale)
+}
+
+func TestClockBound(t *testing.T) {
+	v, err := pgverifier.New(connect(t, dsn), pgverifier.WithClockBound(24*time.Hour))
+	require.NoError(t, err)
+	verifiertest.ClockBound(t, v, 24*time.Hour, func(ctx context.Context, res string) uint64 {
+		seq, _, err := v.Highest(ctx, res)
+		require.NoError(t, err)
+		return seq
+	})
+	_, err = pgverifier.New(connect(t, dsn), pgverifier.WithClockBound(-time.Second))
+	assert.ErrorIs(t, err, verifier.ErrInvalid)
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -49,6 +50,15 @@ var kind = &scaffold.Kind{Pkg: "pgverifier", ErrInvalid: ErrInvalid}
 // "postgres", as for sqlverifier's Postgres dialect; see package observe).
 // A nil h is invalid. The default is no hooks.
 func WithHooks(h *observe.Hooks) Option { return Option(kind.WithHooks(h)) }
+
+// WithClockBound refuses tokens whose Seq is more than bound above this
+// process's clock, in microseconds since the Unix epoch, with an error
+// wrapping verifier.ErrAhead, before any I/O: for locks whose counters
+// follow the clock (lease.WithClockFloor), so that a forged token cannot
+// raise a high-water out of the real counter's reach. 24h matches the
+// lease side's bound. A negative bound is invalid. The default is 0: no
+// bound.
+func WithClockBound(bound time.Duration) Option { return Option(kind.WithClockBound(bound)) }
 
 // WithTable sets the high-water table, as one name or as schema and name
 // ("app", "fence_tokens"). Each part is quoted as an identifier, so it is

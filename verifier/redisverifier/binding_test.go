@@ -1,7 +1,10 @@
 package redisverifier_test
 
 import (
+	"context"
+	"github.com/fencelock/fencelock/verifier/redisverifier"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -53,4 +56,15 @@ func TestScriptErrorLines(t *testing.T) {
 	seq, _, err := v.Highest(ctx, res)
 	require.NoError(t, err)
 	assert.Zero(t, seq, "no failed script raised the high-water")
+}
+
+func TestClockBound(t *testing.T) {
+	v := newVerifier(t, rdb, redisverifier.WithClockBound(24*time.Hour))
+	verifiertest.ClockBound(t, v, 24*time.Hour, func(ctx context.Context, res string) uint64 {
+		seq, _, err := v.Highest(ctx, res)
+		require.NoError(t, err)
+		return seq
+	})
+	_, err := redisverifier.New(rdb, redisverifier.WithClockBound(-time.Second))
+	assert.ErrorIs(t, err, verifier.ErrInvalid)
 }

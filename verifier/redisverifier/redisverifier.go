@@ -54,6 +54,15 @@ var kind = &scaffold.Kind{Pkg: "redisverifier", ErrInvalid: ErrInvalid}
 // invalid. The default is no hooks.
 func WithHooks(h *observe.Hooks) Option { return Option(kind.WithHooks(h)) }
 
+// WithClockBound refuses tokens whose Seq is more than bound above this
+// process's clock, in microseconds since the Unix epoch, with an error
+// wrapping verifier.ErrAhead, before any I/O: for locks whose counters
+// follow the clock (lease.WithClockFloor), so that a forged token cannot
+// raise a high-water out of the real counter's reach. 24h matches the
+// lease side's bound. A negative bound is invalid. The default is 0: no
+// bound.
+func WithClockBound(bound time.Duration) Option { return Option(kind.WithClockBound(bound)) }
+
 // WithPrefix sets the prefix of the high-water keys: the high-water of
 // resource R is the hash PREFIX+R. The prefix must not contain '{' or '}',
 // which would make its own hash tag and, in Redis Cluster, move the

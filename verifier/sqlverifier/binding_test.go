@@ -191,3 +191,14 @@ func TestRowDeletedBehindTheVerifier(t *testing.T) {
 		requireHighest(t, v, res, 2, "c")
 	})
 }
+
+func TestClockBound(t *testing.T) {
+	each(t, func(t *testing.T, tg target) {
+		v := tg.verifier(t, tg.open(t), sqlverifier.WithClockBound(24*time.Hour))
+		verifiertest.ClockBound(t, v, 24*time.Hour, func(ctx context.Context, res string) uint64 {
+			seq, _, err := v.Highest(ctx, res)
+			require.NoError(t, err)
+			return seq
+		})
+	})
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"runtime"
 	"strings"
+	"time"
 
 	"github.com/fencelock/fencelock/fence"
 	"github.com/fencelock/fencelock/internal/isnil"
@@ -44,6 +45,15 @@ var kind = &scaffold.Kind{Pkg: "sqlverifier", ErrInvalid: ErrInvalid}
 // "mysql" or "postgres" (the same name as pgverifier's; see package
 // observe). A nil h is invalid. The default is no hooks.
 func WithHooks(h *observe.Hooks) Option { return Option(kind.WithHooks(h)) }
+
+// WithClockBound refuses tokens whose Seq is more than bound above this
+// process's clock, in microseconds since the Unix epoch, with an error
+// wrapping verifier.ErrAhead, before any I/O: for locks whose counters
+// follow the clock (lease.WithClockFloor), so that a forged token cannot
+// raise a high-water out of the real counter's reach. 24h matches the
+// lease side's bound. A negative bound is invalid. The default is 0: no
+// bound.
+func WithClockBound(bound time.Duration) Option { return Option(kind.WithClockBound(bound)) }
 
 // WithTable sets the high-water table, as one name or as schema (MySQL:
 // database) and name ("app", "fence_tokens"). Each part is quoted as an
@@ -309,27 +319,43 @@ func (v *Verifier) tryMySQL(ctx context.Context, q Querier, c scaffold.Claim, ow
 // and the holder that presented it, or 0 and "" if it has none (never
 // written, or moved to another lock since).
 func (v *Verifier) Highest(ctx context.Context, resource string) (seq uint64, holder string, err error) {
+	row, err := v.row(ctx, resource, "high-water")
+	return row.Seq, row.Holder, err
+}
+
+// Lock returns the lock resource is bound to: the lock of the tokens it
+// accepts, "" if none (never written, or written before locks were
+// recorded).
+func (v *Verifier) Lock(ctx context.Context, resource string) (string, error) {
+	row, err := v.row(ctx, resource, "lock")
+	return row.Lock, err
+}
+
+// row reads resource's high-water row: the checks, then the read on the
+// verifier's DB.
+func (v *Verifier) row(ctx context.Context, resource, what string) (scaffold.Row, error) {
 	if err := kind.Usable(ctx, v.b()); err != nil {
-		return 0, "", err
+		return scaffold.Row{}, err
 	}
 	if err := verifier.ValidateResource(resource); err != nil {
-		return 0, "", err
+		return scaffold.Row{}, err
 	}
 	release, err := v.turn.take(ctx)
 	if err != nil {
-		return 0, "", err
+		return scaffold.Row{}, err
 	}
 	defer release()
+	var row scaffold.Row
 	var s int64
-	var lock string
-	err = v.db.QueryRowContext(ctx, v.sql.highest, resource).Scan(&s, &holder, &lock)
+	err = v.db.QueryRowContext(ctx, v.sql.highest, resource).Scan(&s, &row.Holder, &row.Lock)
 	if errors.Is(err, sql.ErrNoRows) {
-		return 0, "", nil
+		return scaffold.Row{}, nil
 	}
 	if err != nil {
-		return 0, "", fmt.Errorf("sqlverifier: high-water of %q: %w", resource, v.noTable.Explain(err))
+		return scaffold.Row{}, fmt.Errorf("sqlverifier: %s of %q: %w", what, resource, v.noTable.Explain(err))
 	}
-	return uint64(s), holder, nil
+	row.Seq = uint64(s)
+	return row, nil
 }
 
 // Table returns the quoted name of the high-water table, ready to put in

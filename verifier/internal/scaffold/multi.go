@@ -34,7 +34,7 @@ func (k *Kind) CheckAll(ctx context.Context, b *Base, tokens map[string]fence.To
 	}
 	claims := make([]Claim, len(resources))
 	for i, r := range resources {
-		if err := verifier.ValidateClaim(r, tokens[r]); err != nil {
+		if err := b.validate(r, tokens[r]); err != nil {
 			return err
 		}
 		claims[i] = Claim{resource: r, tok: tokens[r]}

@@ -1,6 +1,10 @@
 package scaffold
 
-import "github.com/fencelock/fencelock/observe"
+import (
+	"time"
+
+	"github.com/fencelock/fencelock/observe"
+)
 
 // Config is what the options of every verifier set. Each package declares
 // its own Option type over it (type Option func(*Config) error), so that an
@@ -16,6 +20,21 @@ type Config struct {
 	Ident func(part string) error
 	// Prefix is the prefix of high-water keys (redisverifier).
 	Prefix string
+	// ClockBound, when positive, refuses tokens too far above the clock
+	// (verifier.CheckClockBound).
+	ClockBound time.Duration
+}
+
+// WithClockBound is the WithClockBound option of every verifier: a
+// negative bound is invalid, 0 turns the bound off.
+func (k *Kind) WithClockBound(bound time.Duration) func(*Config) error {
+	return func(c *Config) error {
+		if bound < 0 {
+			return k.Invalidf("clock bound %v is negative", bound)
+		}
+		c.ClockBound = bound
+		return nil
+	}
 }
 
 // WithHooks is the WithHooks option of every verifier: a nil h is invalid.

@@ -33,11 +33,14 @@ func (k *Kind) Invalidf(format string, args ...any) error {
 type Base struct {
 	name  string
 	hooks *observe.Hooks
+	bound time.Duration // Config.ClockBound
 }
 
 // Base returns the Base of a verifier named name in hook events, configured
 // by c.
-func (k *Kind) Base(name string, c Config) Base { return Base{name: name, hooks: c.Hooks} }
+func (k *Kind) Base(name string, c Config) Base {
+	return Base{name: name, hooks: c.Hooks, bound: c.ClockBound}
+}
 
 // Usable returns an error wrapping the package's ErrInvalid if b is nil (a
 // method called on a nil verifier), b was not made by [Kind.Base] (a zero
@@ -81,10 +84,19 @@ func (k *Kind) Check(ctx context.Context, b *Base, resource string, tok fence.To
 	if b.hooks != nil {
 		defer k.report(ctx, b, resource, tok, time.Now(), &err)
 	}
-	if err := verifier.ValidateClaim(resource, tok); err != nil {
+	if err := b.validate(resource, tok); err != nil {
 		return err
 	}
 	return fn(Claim{resource: resource, tok: tok})
+}
+
+// validate checks a claim before any I/O: its resource and token, and the
+// token against b's clock bound.
+func (b *Base) validate(resource string, tok fence.Token) error {
+	if err := verifier.ValidateClaim(resource, tok); err != nil {
+		return err
+	}
+	return verifier.CheckClockBound(resource, tok, b.bound, time.Now())
 }
 
 // report tells b's hooks how a check that began at start ended.
