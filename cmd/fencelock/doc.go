@@ -15,7 +15,7 @@
 //	fencelock [--redis URL]... [--prefix P] [--timeout D] advance [--json] NAME SEQ
 //	fencelock [--redis URL]... [--prefix P] doctor [--json] [--ttl D] [--drift F] [--replica-ack N]
 //	                                        [--clock-floor] [--name NAME] [--pings N] [--replicas=false]
-//	fencelock [--redis URL]... [--prefix P] [--timeout D] reset-highwater --verifier URL [--table T] [--hw-prefix P] [--yes] NAME RESOURCE
+//	fencelock [--redis URL]... [--prefix P] [--timeout D] reset-highwater [--verifier URL] [--table T] [--hw-prefix P] [--yes] NAME RESOURCE
 //	fencelock help [COMMAND]
 //
 // The global flags may also be given after the command name (before NAME).
@@ -121,7 +121,9 @@
 // trusts its callers, and a made-up token with the largest Seq (2^53-1)
 // refuses every real holder of a resource for good. It reads lock NAME from
 // Redis and sets RESOURCE's high-water, in the verifier's store (--verifier
-// postgres://..., mysql://DSN or redis://...), to the holder's token if NAME
+// postgres://..., mysql://DSN or redis://..., or else the
+// FENCELOCK_VERIFIER_URL environment variable, which keeps the store's
+// password out of ps), to the holder's token if NAME
 // is held, else to its counter with no holder ([verifier.Resetter]): the
 // holder, and the next acquisition, are accepted; every older token, a
 // paused holder's included, stays refused. It prints the high-water before
@@ -194,6 +196,9 @@
 // time limits above bound every read and write, and DialerRetries 1, so a
 // Redis that refuses connections is reported as such at once; Redlock
 // nodes also get MaxRetries -1 unless the URL sets max_retries.
+//
+// fencelock never prints a password: a URL in a message has the password
+// of its user info and of its password parameters masked (xxxxx).
 //
 // --prefix sets the prefix of the lock's Redis keys and channel (default
 // "fencelock:"). --timeout sets the time limit of inspect, advance and run

@@ -46,7 +46,7 @@ const usageText = `usage:
   fencelock [global flags] inspect [--json] NAME
   fencelock [global flags] advance [--json] NAME SEQ
   fencelock [global flags] doctor [--json] [FLAGS]  check Redis for what loses locks (doctor --help)
-  fencelock [global flags] reset-highwater --verifier URL [--yes] NAME RESOURCE
+  fencelock [global flags] reset-highwater [--verifier URL] [--yes] NAME RESOURCE
   fencelock help [COMMAND]
 
 Commands:

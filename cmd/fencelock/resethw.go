@@ -8,6 +8,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"os"
 	"strings"
 
 	_ "github.com/go-sql-driver/mysql" // the mysql:// verifier store
@@ -29,10 +30,17 @@ const resetUsage = `  reset-highwater  set RESOURCE's high-water in a verifier's
            nothing without --yes, nor when the high-water is not above the lock's.
              --verifier URL  the verifier's store: postgres://..., mysql://DSN
                              (mysql://app:pw@tcp(db:3306)/app) or redis://...
+                             (default: $FENCELOCK_VERIFIER_URL, which keeps a
+                             password out of ps)
              --table T       SQL high-water table, [SCHEMA.]NAME (default fence_tokens)
              --hw-prefix P   redisverifier key prefix (default "` + redisverifier.DefaultPrefix + `")
              --yes           make the change
 `
+
+// verifierEnv is the environment variable that reset-highwater reads the
+// verifier's store URL from when --verifier is not given: a password in it
+// then does not show in ps.
+const verifierEnv = "FENCELOCK_VERIFIER_URL"
 
 // highWater is what reset-highwater needs of a verifier: every fencelock
 // verifier that keeps its high-water outside the process has both.
@@ -56,8 +64,12 @@ func (g *globals) resetHighWater(args []string) int {
 		return g.usageError("reset-highwater: %v", err)
 	case len(pos) != 2:
 		return g.usageError("reset-highwater: want NAME RESOURCE, got %d arguments", len(pos))
-	case *store == "":
-		return g.usageError("reset-highwater: --verifier URL is required (the store whose high-water to reset)")
+	}
+	if *store == "" {
+		*store = strings.TrimSpace(os.Getenv(verifierEnv))
+	}
+	if *store == "" {
+		return g.usageError("reset-highwater: --verifier URL or %s is required (the store whose high-water to reset)", verifierEnv)
 	}
 	name, resource := pos[0], pos[1]
 	if err := fence.ValidateKey(name); err != nil {
@@ -124,9 +136,19 @@ func (g *globals) resetHighWater(args []string) int {
 // openStore connects to the verifier's store named by raw and returns its
 // verifier and the function that closes the connection.
 func openStore(ctx context.Context, raw, table, hwPrefix string) (highWater, func(), error) {
+	hw, done, err := openStoreURL(ctx, raw, table, hwPrefix)
+	var bad *badURLError
+	if errors.As(err, &bad) {
+		return nil, nil, &badURLError{redactErr(bad.err, raw, strings.TrimPrefix(raw, "mysql://"))}
+	}
+	return hw, done, redactErr(err, raw, strings.TrimPrefix(raw, "mysql://"))
+}
+
+// openStoreURL is openStore, its errors not yet redacted.
+func openStoreURL(ctx context.Context, raw, table, hwPrefix string) (highWater, func(), error) {
 	scheme, rest, ok := strings.Cut(raw, "://")
 	if !ok {
-		return nil, nil, &badURLError{fmt.Errorf("%q: no scheme (postgres://, mysql://, redis://)", raw)}
+		return nil, nil, &badURLError{fmt.Errorf("%q: no scheme (postgres://, mysql://, redis://)", redactURL(raw))}
 	}
 	tableParts := strings.SplitN(table, ".", 2)
 	switch scheme {
@@ -169,5 +191,5 @@ func openStore(ctx context.Context, raw, table, hwPrefix string) (highWater, fun
 		}
 		return v, func() { rdb.Close() }, nil
 	}
-	return nil, nil, &badURLError{fmt.Errorf("%q: unknown scheme %q (postgres://, mysql://, redis://)", raw, scheme)}
+	return nil, nil, &badURLError{fmt.Errorf("%q: unknown scheme %q (postgres://, mysql://, redis://)", redactURL(raw), scheme)}
 }
