@@ -161,14 +161,23 @@
 // # Time limits
 //
 // A slow, frozen or unreachable Redis does not keep fencelock much past the
-// time it was given: run --wait D returns within about D + 0.4s, and
-// inspect, advance and run without --wait within --timeout (default 5s) +
-// 0.4s. The 0.4s covers a quick check, after a wait that ended without the
-// lock, that tells a held lock (status 3) from a Redis that does not answer
-// (status 1), and the cleanups before exit (a waiter leaving the fair
-// queue), which are cut short when that time is up (the lock and ticket
-// keys then expire on their own). After the command ran, releasing the
-// lock takes at most 5s more.
+// time it was given. inspect, advance and reset-highwater end within
+// --timeout (default 5s) + 0.4s. run has two budgets, one on each side of
+// the command:
+//
+//   - Before the command: taking the lock, claiming the period (--once-per,
+//     at most --timeout of it) and, when either fails, the release and the
+//     cleanups end within D + 0.4s, D being --wait or, without it,
+//     --timeout. The command does not start without its claim.
+//   - After the command exits: recording its period (--once-per) and the
+//     release share 5s, and the cleanups end within 0.4s more.
+//
+// The 0.4s covers a quick check, after a wait that ended without the lock,
+// that tells a held lock (status 3) from a Redis that does not answer
+// (status 1), and the cleanups before exit (a release, a waiter leaving the
+// fair queue), which are cut short when that time is up: the lock and
+// ticket keys then expire on their own, after the lease's ttl. doctor ends
+// within 30s.
 //
 // # Redis
 //

@@ -60,6 +60,10 @@ Commands:
            The lock is released when the command exits.
              --ttl D     lease ttl (default 30s, at least 30ms); refreshed every ttl/3
              --wait D    how long to wait for the lock (default 0: try once, within --timeout)
+                         Budgets: taking the lock and the --once-per claim (at most
+                         --timeout of it) end within --wait (or --timeout) + 0.4s; once
+                         CMD exits, recording its period and the release take at most
+                         5s + 0.4s
              --grace D   SIGTERM to SIGKILL delay (default 10s), shortened as said above
              --once-per D  run CMD at most once per period D: not again until D less D/10
                          after the start of the last run that exited 0, by the Redis
