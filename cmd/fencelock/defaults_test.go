@@ -5,6 +5,7 @@ package main
 import (
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -31,10 +32,23 @@ func TestDefaultsStated(t *testing.T) {
 		{defaultTimeout.String(), "doc.go", `within --timeout \(default (\S+)\)`},
 		{defaultPrefix, "doc.go", `keys and channel \(default "([^"]+)"\)`},
 		{minTTL.String(), "doc.go", `the shortest --ttl is (\S+):`},
-		{minTTL.String(), "help", `--ttl D lease ttl \(default \S+, at least (\S+)\)`},
+		{minTTL.String(), "help", `--ttl D lease ttl \(default \S+, at least (\S+),`},
+		{maxTTL.String(), "help", `--ttl D lease ttl \(default \S+, at least \S+, at most (\S+)\)`},
+		{maxTTL.String(), "help", `--grace D SIGTERM to SIGKILL delay \(default \S+, at most (\S+)\)`},
+		{maxTTL.String(), "help", `slow or unreachable Redis \(default \S+, at most (\S+)\)`},
+		{maxWait.String(), "help", `within --timeout; at most (\S+)\)`},
+		{maxPeriod.String(), "help", `one Redis deployment only; at most (\S+) \(ten years\)`},
+		{maxTTL.String(), "doc.go", `the longest is (\S+):`},
+		{maxTTL.String(), "doc.go", `--ttl, --grace and --timeout (\S+),`},
+		{maxWait.String(), "doc.go", `--wait (\S+), --once-per`},
+		{maxPeriod.String(), "doc.go", `--once-per (\S+) \(ten years`},
+		{strconv.Itoa(poolCeiling), "doc.go", `outside 0 to (\d+) \(-1`},
+		{strconv.Itoa(poolCeiling), "help", `connection counts 0 to (\d+)\.`},
+		{verifierEnv, "doc.go", `redis://\.\.\., or else the (\S+) environment`},
+		{verifierEnv, "help", `\(default: \$(\S+), which`},
 		{defaultTTL.String(), "help", `--ttl D lease ttl \(default (\S+),`},
-		{defaultGrace.String(), "help", `--grace D SIGTERM to SIGKILL delay \(default (\S+)\)`},
-		{defaultTimeout.String(), "help", `slow or unreachable Redis \(default (\S+)\)`},
+		{defaultGrace.String(), "help", `--grace D SIGTERM to SIGKILL delay \(default (\S+),`},
+		{defaultTimeout.String(), "help", `slow or unreachable Redis \(default (\S+),`},
 		{defaultTTL.String(), "doctor help", `--ttl D the leases' ttl \(default (\S+)\)`},
 		{killMargin.String(), "doc.go", `a margin \((\S+), at most ttl/10\)`},
 		{killMargin.String(), "help", `cut to ttl/2 - (\S+) if longer`},

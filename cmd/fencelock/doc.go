@@ -34,7 +34,9 @@
 // run takes lock NAME (ttl --ttl, default 30s) with a keep-alive that
 // refreshes it every ttl/3, and runs CMD with the token in its environment
 // (the shortest --ttl is 30ms: refreshes come at most every 10ms; on a busy
-// machine a ttl under a few hundred milliseconds leaves them little room):
+// machine a ttl under a few hundred milliseconds leaves them little room;
+// the longest is 1h: a holder that crashed keeps the lock for its ttl, and
+// the keep-alive makes a long command need no long ttl):
 //
 //	FENCE_TOKEN   the token's text form, SEQ:HOLDER:KEY (fence.Parse reads it)
 //	FENCE_KEY     the lock name
@@ -205,6 +207,18 @@
 // time limits above bound every read and write, and DialerRetries 1, so a
 // Redis that refuses connections is reported as such at once; Redlock
 // nodes also get MaxRetries -1 unless the URL sets max_retries.
+//
+// Bad input is a usage error (status 2) before any connection: a URL with
+// an empty host (redis://:6379/0, or redis://${HOST}:6379/0 with HOST
+// unset: go-redis would dial localhost), a connection count in a URL
+// (pool_size, min_idle_conns, max_idle_conns, max_active_conns,
+// max_concurrent_dials, pipeline_pool_size) outside 0 to 1000 (-1 for
+// pipeline_pool_size), retries (max_retries, dialer_retries,
+// max_redirects) outside -1 to 100, a lock name, resource or --prefix with
+// a control character, a duration past its ceiling: --ttl, --grace and
+// --timeout 1h, --wait 24h, --once-per 87600h (ten years,
+// once.MaxPeriod). inspect quotes a holder id that is not printable, and
+// shows a lock key without a ttl (not made by fencelock) as such.
 //
 // fencelock never prints a password: a URL in a message has the password
 // of its user info and of its password parameters masked (xxxxx).

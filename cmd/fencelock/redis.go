@@ -83,6 +83,9 @@ func newRedis(raw string, node bool) (redis.UniversalClient, error) {
 	bad := func(err error) error {
 		return &badURLError{redactErr(fmt.Errorf("bad Redis URL %q: %w", redactURL(raw), err), raw, goURL)}
 	}
+	if err := checkRedisURL(scheme, rest); err != nil {
+		return nil, bad(err)
+	}
 	switch scheme {
 	case "redis", "rediss", "unix":
 		o, err := redis.ParseURL(raw)

@@ -72,11 +72,14 @@ func (g *globals) resetHighWater(args []string) int {
 		return g.usageError("reset-highwater: --verifier URL or %s is required (the store whose high-water to reset)", verifierEnv)
 	}
 	name, resource := pos[0], pos[1]
-	if err := fence.ValidateKey(name); err != nil {
-		return g.usageError("reset-highwater: lock name: %v", err)
+	if err := checkName("lock name", name); err != nil {
+		return g.usageError("reset-highwater: %v", err)
 	}
 	if err := verifier.ValidateResource(resource); err != nil {
 		return g.usageError("reset-highwater: resource: %v", err)
+	}
+	if err := checkPrintable("resource", resource); err != nil {
+		return g.usageError("reset-highwater: %v", err)
 	}
 	b, code := g.backend()
 	if b == nil {

@@ -15,7 +15,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/fencelock/fencelock/fence"
 	"github.com/fencelock/fencelock/lease"
 	"github.com/fencelock/fencelock/once"
 )
@@ -79,17 +78,19 @@ func (g *globals) run(args []string) int {
 		return g.usageError("run: missing command after --")
 	case *ttl < minTTL:
 		return g.usageError("run: %v", ttlTooShort(*ttl))
-	case *wait < 0:
-		return g.usageError("run: --wait must not be negative, got %v", *wait)
-	case *grace < 0:
-		return g.usageError("run: --grace must not be negative, got %v", *grace)
-	case *period < 0:
-		return g.usageError("run: --once-per must not be negative, got %v", *period)
+	}
+	for _, err := range []error{
+		checkDuration("--ttl", *ttl, maxTTL),
+		checkDuration("--wait", *wait, maxWait),
+		checkDuration("--grace", *grace, maxTTL),
+		checkDuration("--once-per", *period, maxPeriod),
+		checkName("lock name", pos[0]),
+	} {
+		if err != nil {
+			return g.usageError("run: %v", err)
+		}
 	}
 	name := pos[0]
-	if err := fence.ValidateKey(name); err != nil {
-		return g.usageError("run: %v", err)
-	}
 	cmd := exec.Command(command[0], command[1:]...)
 	if cmd.Err != nil { // not found, before taking the lock
 		return g.fail(exitFailure, "run: %v", cmd.Err)
