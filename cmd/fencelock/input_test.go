@@ -128,3 +128,30 @@ func TestInspectNoTTLAndForgedHolder(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &out))
 	assert.Equal(t, "x\nholder    (free)", out.Holder, "JSON carries the holder as it is")
 }
+
+// TestRedisDownOneLine: with Redis down, each command says so in one line
+// on stderr, with the cause, and go-redis's own log lines ("failed to dial
+// after N attempts") are not printed beside it.
+func TestRedisDownOneLine(t *testing.T) {
+	t.Parallel()
+	closed := "redis://" + testenv.ClosedAddr(t) + "/0"
+	nodes := closed + "," + "redis://" + testenv.ClosedAddr(t) + "/0," + "redis://" + testenv.ClosedAddr(t) + "/0"
+	name := lockName(t)
+	require.Equal(t, 0, fl(t, "", on("run", name, "--", "true")...).code, "a lock with a counter, for reset-highwater")
+	for _, args := range [][]string{
+		{"--redis", closed, "run", name, "--", "true"},
+		{"--redis", closed, "run", "--wait", "1s", name, "--", "true"},
+		{"--redis", closed, "inspect", name},
+		{"--redis", closed, "advance", name, "5"},
+		{"--redis", closed, "doctor"},
+		{"--redis", closed, "reset-highwater", "--verifier", closed, name, "res"},
+		{"--redis", redisURL, "reset-highwater", "--verifier", closed, name, "res"},
+		{"--redis", nodes, "run", name, "--", "true"},
+		{"--redis", nodes, "inspect", name},
+	} {
+		r := fl(t, "", args...)
+		assert.NotEqual(t, 0, r.code, "%q", args)
+		assert.Regexp(t, `^fencelock: [^\n]*connection refused[^\n]*\n$`, r.stderr, "%q: one line, with the cause", args)
+		assert.NotContains(t, r.stderr, "failed to dial", "%q", args)
+	}
+}
