@@ -21,7 +21,11 @@ func TestDefaultsStated(t *testing.T) {
 	}
 	doc := strings.Join(strings.Fields(regexp.MustCompile(`(?m)^//`).ReplaceAllString(string(b), " ")), " ")
 	flat := func(s string) string { return strings.Join(strings.Fields(s), " ") }
-	texts := map[string]string{"doc.go": doc, "help": flat(usageText), "doctor help": flat(doctorUsage)}
+	ops, err := os.ReadFile("../../docs/operating.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	texts := map[string]string{"doc.go": doc, "help": flat(usageText), "doctor help": flat(doctorUsage), "operating.md": flat(string(ops))}
 	for _, c := range []struct {
 		want, where, re string
 	}{
@@ -44,6 +48,16 @@ func TestDefaultsStated(t *testing.T) {
 		{maxPeriod.String(), "doc.go", `--once-per (\S+) \(ten years`},
 		{strconv.Itoa(poolCeiling), "doc.go", `outside 0 to (\d+) \(-1`},
 		{strconv.Itoa(poolCeiling), "help", `connection counts 0 to (\d+)\.`},
+		{defaultTimeout.String(), "operating.md", `end within .--timeout. \(default (\S+)\) \+`},
+		{finishSlack.String(), "operating.md", `end within .--timeout. \(default \S+\) \+ (\S+)\.`},
+		{finishSlack.String(), "operating.md", `within .--wait. \(or .--timeout.\) \+ (\S+),`},
+		{releaseTimeout.String(), "operating.md", `and the release take at most (\S+),`},
+		{finishSlack.String(), "operating.md", `the cleanups (\S+) more`},
+		{maxTTL.String(), "operating.md", `.--timeout. above (\S+),`},
+		{maxWait.String(), "operating.md", `.--wait. above (\S+),`},
+		{maxPeriod.String(), "operating.md", `.--once-per. above (\S+);`},
+		{strconv.Itoa(poolCeiling), "operating.md", `outside 0 to (\d+)\.`},
+		{verifierEnv, "operating.md", `store in .(\w+). rather`},
 		{verifierEnv, "doc.go", `redis://\.\.\., or else the (\S+) environment`},
 		{verifierEnv, "help", `\(default: \$(\S+), which`},
 		{defaultTTL.String(), "help", `--ttl D lease ttl \(default (\S+),`},
