@@ -31,8 +31,9 @@ const (
 )
 
 // checkName reports why s, a lock name (what is "lock name", "--name", ...),
-// cannot be used: fence.ValidateKey's reasons, and control characters,
-// which would make inspect's output lie (a newline forges a line).
+// cannot be used: fence.ValidateKey's reasons, and characters that do not
+// print, which would make inspect's output lie (a newline forges a line, a
+// right-to-left override reverses one).
 func checkName(what, s string) error {
 	if err := fence.ValidateKey(s); err != nil {
 		return fmt.Errorf("%s: %w", what, err)
@@ -40,13 +41,18 @@ func checkName(what, s string) error {
 	return checkPrintable(what, s)
 }
 
-// checkPrintable reports a control character in s.
+// checkPrintable reports a character of s that does not print (a space
+// does).
 func checkPrintable(what, s string) error {
-	if i := strings.IndexFunc(s, unicode.IsControl); i >= 0 {
-		return fmt.Errorf("%s %q: a control character at byte %d", what, s, i)
+	if i := strings.IndexFunc(s, notPrintable); i >= 0 {
+		return fmt.Errorf("%s %q: a character that does not print (a control character, %U) at byte %d", what, s, []rune(s[i:])[0], i)
 	}
 	return nil
 }
+
+// notPrintable reports a rune that does not print: control and format
+// characters, and every space but ' '.
+func notPrintable(r rune) bool { return !unicode.IsPrint(r) }
 
 // checkDuration reports a duration flag outside [0, ceiling].
 func checkDuration(flag string, d, ceiling time.Duration) error {
@@ -99,7 +105,7 @@ func checkRedisURL(scheme, rest string) error {
 		if i := strings.IndexByte(authority, '/'); i >= 0 {
 			authority = authority[:i]
 		}
-		for _, h := range strings.Split(authority, ",") {
+		for _, h := range strings.Split(authority, ",") { // go-redis refuses an empty addr= itself
 			if host(h) == "" {
 				return errors.New("empty host (an unset variable?): fencelock never guesses its server")
 			}

@@ -55,6 +55,7 @@ func TestBadInputRefused(t *testing.T) {
 		{"newline in inspect's name", append(at, "inspect", "x\nholder    (free)"), ""},
 		{"tab in run's name", append(at, "run", "x\ty", "--", "true"), ""},
 		{"escape in advance's name", append(at, "advance", "x\x1b[2J", "5"), ""},
+		{"right-to-left override in a name", append(at, "inspect", "x\u202egnp.exe"), ""},
 		{"newline in a resource", append(at, "reset-highwater", "--verifier", r.URL(), "x", "res\nx"), ""},
 		{"newline in doctor --name", append(at, "doctor", "--name", "a\nb"), ""},
 		{"newline in --prefix", append(at, "--prefix", "p\n", "inspect", "x"), ""},

@@ -12,7 +12,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
 
 	"github.com/redis/go-redis/v9"
 
@@ -57,7 +56,7 @@ func (s state) ttl() string {
 // shown is s as printed: quoted when it holds a character that is not
 // printable (a holder id written by another client could forge a line).
 func shown(s string) string {
-	if strings.IndexFunc(s, func(r rune) bool { return !unicode.IsPrint(r) }) >= 0 {
+	if strings.IndexFunc(s, notPrintable) >= 0 {
 		return strconv.Quote(s)
 	}
 	return s
