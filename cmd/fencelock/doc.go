@@ -215,7 +215,8 @@
 // max_concurrent_dials, pipeline_pool_size) outside 0 to 1000 (-1 for
 // pipeline_pool_size), retries (max_retries, dialer_retries,
 // max_redirects) outside -1 to 100, a lock name, resource or --prefix with
-// a control character, a duration past its ceiling: --ttl, --grace and
+// a character that does not print (a control character such as a newline,
+// a right-to-left override), a duration past its ceiling: --ttl, --grace and
 // --timeout 1h, --wait 24h, --once-per 87600h (ten years,
 // once.MaxPeriod). inspect quotes a holder id that is not printable, and
 // shows a lock key without a ttl (not made by fencelock) as such.

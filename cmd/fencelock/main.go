@@ -92,7 +92,7 @@ Global flags (before or after the command name):
   --prefix P     prefix of the Redis keys and channel (default "` + defaultPrefix + `")
   --timeout D    how long inspect, advance, and run without --wait may take against a
                  slow or unreachable Redis (default 5s, at most 1h)
-Names with control characters are usage errors.
+Names with a character that does not print (newline, ...) are usage errors.
 
 Exit status:
   run      the command's exit status when it ran and the lease held (128+N if it
