@@ -164,7 +164,11 @@ func openStoreURL(ctx context.Context, raw, table, hwPrefix string) (highWater, 
 		if err != nil {
 			return nil, nil, err
 		}
-		done := func() { conn.Close(context.WithoutCancel(ctx)) }
+		done := func() { // bounded: the store may be the one that froze
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishSlack)
+			defer cancel()
+			conn.Close(cctx)
+		}
 		v, err := pgverifier.New(conn, pgverifier.WithTable(tableParts...))
 		if err != nil {
 			done()
