@@ -25,22 +25,27 @@ type secretSpan struct{ start, end int }
 // its user info (a user info without ':' is a user name, as in
 // url.URL.Redacted), and the value of each query parameter whose name says
 // it holds one (password, sentinel_password, sslpassword, token, ...). The
-// user info runs to the last '@' before the query, so a password with an
-// unescaped '/' or '@' is masked whole.
+// user info runs to the last '@' before the query, or, with none there, to
+// the last '@' at all (a '?' in a password, unescaped, starts no query): a
+// password with an unescaped '/', '@' or '?' is masked whole, and so is
+// more of a URL with an '@' only in its query.
 func secretSpans(raw string) []secretSpan {
 	var spans []secretSpan
 	start := 0
 	if i := strings.Index(raw, "://"); i >= 0 {
 		start = i + len("://")
 	}
-	query := len(raw)
-	if q := strings.IndexByte(raw[start:], '?'); q >= 0 {
-		query = start + q
+	query := indexFrom(raw, start, '?')
+	at := strings.LastIndexByte(raw[start:query], '@')
+	if at < 0 {
+		at = strings.LastIndexByte(raw[start:], '@')
 	}
-	if at := strings.LastIndexByte(raw[start:query], '@'); at >= 0 {
-		if colon := strings.IndexByte(raw[start:start+at], ':'); colon >= 0 {
-			spans = append(spans, secretSpan{start + colon + 1, start + at})
+	if at >= 0 {
+		at += start
+		if colon := strings.IndexByte(raw[start:at], ':'); colon >= 0 {
+			spans = append(spans, secretSpan{start + colon + 1, at})
 		}
+		query = indexFrom(raw, at, '?')
 	}
 	for i := query; i < len(raw); {
 		end := strings.IndexAny(raw[i+1:], "&;")
@@ -56,6 +61,14 @@ func secretSpans(raw string) []secretSpan {
 		i = end
 	}
 	return spans
+}
+
+// indexFrom is the index of the first c in s from i on, or len(s).
+func indexFrom(s string, i int, c byte) int {
+	if j := strings.IndexByte(s[i:], c); j >= 0 {
+		return i + j
+	}
+	return len(s)
 }
 
 // secretParam reports whether a query parameter's name says its value is
@@ -87,9 +100,9 @@ func redactURL(raw string) string {
 }
 
 // redactErr returns err with each of urls, and each secret in them, masked
-// in its message: as written, percent-decoded, escaped as %q escapes, and
-// any quoted piece of one (a parser quotes the bad escape it refused);
-// errors.Is and errors.As still see err.
+// in its message: as written, percent-decoded, escaped as %q escapes, its
+// pieces between URL delimiters, and any quoted piece of one (a parser
+// quotes the bad escape it refused); errors.Is and errors.As still see err.
 func redactErr(err error, urls ...string) error {
 	if err == nil {
 		return nil
@@ -105,6 +118,13 @@ func redactErr(err error, urls ...string) error {
 			}
 			if d, err := url.QueryUnescape(secret); err == nil {
 				forms = append(forms, d)
+			}
+			// The pieces a parser may quote when it cuts the URL at a
+			// character in the secret ("invalid port \":pw\"").
+			for _, f := range strings.FieldsFunc(secret, func(r rune) bool { return strings.ContainsRune("?#/@:&;=%", r) }) {
+				if len(f) >= minPiece {
+					forms = append(forms, f)
+				}
 			}
 			for _, f := range forms {
 				if f == "" {
@@ -126,6 +146,10 @@ func redactErr(err error, urls ...string) error {
 	}
 	return &redactedError{msg: msg, err: err}
 }
+
+// minPiece is the shortest piece of a secret, cut at a URL delimiter, that
+// redactErr masks on its own.
+const minPiece = 3
 
 // quoted matches a quoted piece of an error message.
 var quoted = regexp.MustCompile(`"[^"]*"`)

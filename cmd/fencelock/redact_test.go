@@ -49,6 +49,7 @@ func TestNoSecretPrinted(t *testing.T) {
 		{what: "bad option in REDIS_URL", args: []string{"inspect", "x"}, env: "REDIS_URL=redis://" + pw + "127.0.0.1:1/0?bogus=1"},
 		{what: "bad escape", args: bad("redis://u:" + secret + "%zz@127.0.0.1:1/0"), forbid: []string{"%zz"}},
 		{what: "bad escape, password parameter", args: bad("redis://127.0.0.1:1/0?password=" + secret + "%zz"), forbid: []string{"%zz"}},
+		{what: "unescaped ? in the password", args: bad("redis://u:" + secret + "?x@127.0.0.1:1/0")},
 		{what: "unknown scheme", args: bad("ftp://" + pw + "127.0.0.1:1/")},
 		{what: "no scheme", args: bad(pw + "127.0.0.1:1")},
 		{what: "URL list", args: bad(pw + "127.0.0.1:1,redis://127.0.0.1:2")},
@@ -115,6 +116,8 @@ func TestRedactURL(t *testing.T) {
 		"postgres://h/db?sslpassword=a&password=b":     "postgres://h/db?sslpassword=xxxxx&password=xxxxx",
 		"u:pw@h/db":                                    "u:xxxxx@h/db",
 		"redis://u:%zz@h:1/0":                          "redis://u:xxxxx@h:1/0",
+		"redis://u:pa?ss@h:1/0?password=x":             "redis://u:xxxxx@h:1/0?password=xxxxx",
+		"redis://h:1/0?client_name=a@b":                "redis://h:xxxxx@b",
 		"rediss+cluster://u:pw@a:1,b:2?read_only=true": "rediss+cluster://u:xxxxx@a:1,b:2?read_only=true",
 	} {
 		assert.Equal(t, want, redactURL(in), in)
