@@ -46,6 +46,9 @@ func (e *HeldError) Error() string {
 	if e.Queued {
 		return fmt.Sprintf("lease: not acquired: %q is reserved for the waiters queued ahead", e.Name)
 	}
+	if e.Remaining < 0 {
+		return fmt.Sprintf("lease: not acquired: %q is held by another holder, for a time unknown (its key may have no ttl, and never expire)", e.Name)
+	}
 	return fmt.Sprintf("lease: not acquired: %q is held by another holder for %v", e.Name, e.Remaining)
 }
 

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/fencelock/fencelock/fence"
+	"github.com/fencelock/fencelock/internal/protocol"
 )
 
 // Info is a lock's state at one instant. On a quorum of nodes it is the
@@ -19,7 +20,8 @@ type Info struct {
 	Holder string
 	// Token is the current holder's token; the zero Token when free.
 	Token fence.Token
-	// TTL is the lock's remaining time to live in Redis; 0 when free.
+	// TTL is the lock's remaining time to live in Redis; 0 when free,
+	// NoTTL when its key has no ttl (not set by fencelock: it never expires).
 	TTL time.Duration
 	// LastSeq is the counter: the last Seq issued for the name (0 if none,
 	// or if the counter was lost).
@@ -37,6 +39,10 @@ type NodeInfo struct {
 	Info
 	Err error
 }
+
+// NoTTL is Info.TTL for a lock whose key has no ttl: the longest
+// time.Duration.
+const NoTTL = protocol.NoTTL
 
 // Inspect reads lock name's holder, remaining ttl and counter: one atomic
 // round trip (per node). On a quorum it fails only when fewer than a

@@ -20,8 +20,9 @@ var (
 
 	// ErrInvalid is returned, before any I/O, for bad input: a nil client,
 	// context, lease or job, a method called on a nil Tracker or Claim, a
-	// period that is not positive or not longer than the tolerance, an
-	// invalid token. It wraps lease.ErrInvalid.
+	// period that is not positive, above MaxPeriod or not longer than the
+	// tolerance, an invalid token (Seq 0 included: a lease without a
+	// counter). It wraps lease.ErrInvalid.
 	ErrInvalid error = sentinel.New("once: invalid argument", lease.ErrInvalid)
 )
 

@@ -29,6 +29,10 @@ var (
 // lock's hash tag, hence one Redis Cluster slot.
 const StatePrefix = "fencelock:once:"
 
+// MaxPeriod is the longest period: ten years of 365 days. The state key
+// lives twice the period plus an hour, which must fit a time.Duration.
+const MaxPeriod = 10 * 365 * 24 * time.Hour
+
 // Option configures a [Tracker].
 type Option func(*config) error
 
@@ -112,8 +116,8 @@ func (t *Tracker) Claim(ctx context.Context, tok fence.Token, period time.Durati
 	if err != nil {
 		return nil, err
 	}
-	if err := fence.ValidateKey(tok.Key); err != nil {
-		return nil, invalid("Claim: %v", err)
+	if err := tok.Validate(); err != nil {
+		return nil, invalid("Claim: token %v: %w (a lease made without a counter, such as Redlock's without quorum fencing, has no token to claim with)", tok, err)
 	}
 	reply, err := t.claim.Run(ctx, resource(tok.Key), tok, []string{stateKey(tok.Key)}, keyTTL(period).Milliseconds())
 	if err != nil {
@@ -202,6 +206,8 @@ func (t *Tracker) check(ctx context.Context, period time.Duration) (time.Duratio
 		return 0, invalid("period %v is not positive", period)
 	case period < time.Millisecond:
 		return 0, invalid("period %v is below a millisecond", period)
+	case period > MaxPeriod:
+		return 0, invalid("period %v is above MaxPeriod, %v", period, MaxPeriod)
 	}
 	tol := t.tolerance
 	if tol == 0 {

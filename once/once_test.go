@@ -11,7 +11,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fencelock/fencelock/fence"
+	"github.com/fencelock/fencelock/internal/testenv"
 	"github.com/fencelock/fencelock/lease"
+	"github.com/fencelock/fencelock/lease/redlock"
 	"github.com/fencelock/fencelock/once"
 	"github.com/fencelock/fencelock/verifier"
 )
@@ -214,4 +216,46 @@ func TestInvalid(t *testing.T) {
 	require.NoError(t, err)
 	defer l.Release(ctx)
 	assert.ErrorIs(t, tr.Do(ctx, l, time.Hour, nil), once.ErrInvalid)
+	_, err = tr.Claim(ctx, tok, once.MaxPeriod+time.Millisecond)
+	assert.ErrorIs(t, err, once.ErrInvalid, "a period whose state key's ttl would overflow")
+}
+
+// TestInvalidToken: a token without a Seq (Seq 0, as a lease without a
+// counter has) or with a bad holder is refused before any I/O with
+// ErrInvalid (and lease.ErrInvalid), as the docs say; so is Do with a
+// Redlock lease made without quorum fencing. Before, the claim went to
+// Redis and came back as redisverifier's error.
+func TestInvalidToken(t *testing.T) {
+	ctx := t.Context()
+	tr := newTracker(t)
+	for _, tok := range []fence.Token{
+		{Key: "job", Seq: 0, Holder: "h"},
+		{Key: "job", Seq: fence.MaxSeq + 1, Holder: "h"},
+		{Key: "job", Seq: 1, Holder: ""},
+	} {
+		_, err := tr.Claim(ctx, tok, time.Hour)
+		assert.ErrorIs(t, err, once.ErrInvalid, "%+v", tok)
+		assert.ErrorIs(t, err, lease.ErrInvalid, "%+v", tok)
+	}
+
+	nodes := testenv.NewRedisN(t, 3)
+	var rdbs []*redis.Client
+	for _, n := range nodes {
+		o := n.Options()
+		o.ContextTimeoutEnabled, o.MaxRetries = true, -1
+		rdb := redis.NewClient(o)
+		t.Cleanup(func() { rdb.Close() })
+		rdbs = append(rdbs, rdb)
+	}
+	c, err := redlock.New(rdbs)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close(context.Background()) })
+	l, err := c.Acquire(ctx, name(t), 5*time.Second)
+	require.NoError(t, err)
+	defer l.Release(ctx)
+	ran := false
+	err = tr.Do(ctx, l, time.Hour, func(context.Context) error { ran = true; return nil })
+	assert.ErrorIs(t, err, once.ErrInvalid)
+	assert.ErrorIs(t, err, lease.ErrInvalid)
+	assert.False(t, ran, "the job must not run without a claim")
 }

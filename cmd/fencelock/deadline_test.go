@@ -49,6 +49,7 @@ func TestDeadlinesFrozenRedis(t *testing.T) {
 		{"run", append(single, "run", "x", "--", "true"), defaultTimeout},
 		{"inspect --timeout 2s", append(single, "inspect", "--timeout", "2s", "x"), 2 * time.Second},
 		{"advance --timeout 2s", append(single, "--timeout", "2s", "advance", "x", "5"), 2 * time.Second},
+		{"reset-highwater --timeout 2s", append(single, "--timeout", "2s", "reset-highwater", "--verifier", single[1], "x", "res"), 2 * time.Second},
 		{"redlock run --wait 2s", append(redlock, "run", "--wait", "2s", "x", "--", "true"), 2 * time.Second},
 		{"redlock run --timeout 1s", append(redlock, "run", "--timeout", "1s", "x", "--", "true"), time.Second},
 	} {

@@ -16,7 +16,7 @@
 //	fencelock [--redis URL]... [--prefix P] doctor [--json] [--ttl D] [--drift F] [--replica-ack N]
 //	                                        [--clock-floor] [--name NAME] [--pings N] [--replicas=false]
 //	fencelock [--redis URL]... [--prefix P] [--timeout D] repair-counter [--yes] NAME
-//	fencelock [--redis URL]... [--prefix P] [--timeout D] reset-highwater --verifier URL [--table T] [--hw-prefix P] [--rebind] [--yes] NAME RESOURCE
+//	fencelock [--redis URL]... [--prefix P] [--timeout D] reset-highwater [--verifier URL] [--table T] [--hw-prefix P] [--rebind] [--yes] NAME RESOURCE
 //	fencelock help [COMMAND]
 //
 // The global flags (and --tls-ca, --tls-cert, --tls-key: see "TLS") may
@@ -36,7 +36,9 @@
 // run takes lock NAME (ttl --ttl, default 30s) with a keep-alive that
 // refreshes it every ttl/3, and runs CMD with the token in its environment
 // (the shortest --ttl is 30ms: refreshes come at most every 10ms; on a busy
-// machine a ttl under a few hundred milliseconds leaves them little room):
+// machine a ttl under a few hundred milliseconds leaves them little room;
+// the longest is 1h: a holder that crashed keeps the lock for its ttl, and
+// the keep-alive makes a long command need no long ttl):
 //
 //	FENCE_TOKEN   the token's text form, SEQ:HOLDER:KEY (fence.Parse reads it)
 //	FENCE_KEY     the lock name
@@ -125,7 +127,9 @@
 // trusts its callers, and a made-up token with the largest Seq (2^53-1)
 // refuses every real holder of a resource for good. It reads lock NAME from
 // Redis and sets RESOURCE's high-water, in the verifier's store (--verifier
-// postgres://..., mysql://DSN or redis://...), to the holder's token if NAME
+// postgres://..., mysql://DSN or redis://..., or else the
+// FENCELOCK_VERIFIER_URL environment variable, which keeps the store's
+// password out of ps), to the holder's token if NAME
 // is held, else to its counter with no holder ([verifier.Resetter]): the
 // holder, and the next acquisition, are accepted; every older token, a
 // paused holder's included, stays refused. It prints the high-water before
@@ -188,14 +192,23 @@
 // # Time limits
 //
 // A slow, frozen or unreachable Redis does not keep fencelock much past the
-// time it was given: run --wait D returns within about D + 0.4s, and
-// inspect, advance and run without --wait within --timeout (default 5s) +
-// 0.4s. The 0.4s covers a quick check, after a wait that ended without the
-// lock, that tells a held lock (status 3) from a Redis that does not answer
-// (status 1), and the cleanups before exit (a waiter leaving the fair
-// queue), which are cut short when that time is up (the lock and ticket
-// keys then expire on their own). After the command ran, releasing the
-// lock takes at most 5s more.
+// time it was given. inspect, advance and reset-highwater end within
+// --timeout (default 5s) + 0.4s. run has two budgets, one on each side of
+// the command:
+//
+//   - Before the command: taking the lock, claiming the period (--once-per,
+//     at most --timeout of it) and, when either fails, the release and the
+//     cleanups end within D + 0.4s, D being --wait or, without it,
+//     --timeout. The command does not start without its claim.
+//   - After the command exits: recording its period (--once-per) and the
+//     release share 5s, and the cleanups end within 0.4s more.
+//
+// The 0.4s covers a quick check, after a wait that ended without the lock,
+// that tells a held lock (status 3) from a Redis that does not answer
+// (status 1), and the cleanups before exit (a release, a waiter leaving the
+// fair queue), which are cut short when that time is up: the lock and
+// ticket keys then expire on their own, after the lease's ttl. doctor ends
+// within 30s.
 //
 // # Redis
 //
@@ -223,6 +236,22 @@
 // time limits above bound every read and write, and DialerRetries 1, so a
 // Redis that refuses connections is reported as such at once; Redlock
 // nodes also get MaxRetries -1 unless the URL sets max_retries.
+//
+// Bad input is a usage error (status 2) before any connection: a URL with
+// an empty host (redis://:6379/0, or redis://${HOST}:6379/0 with HOST
+// unset: go-redis would dial localhost), a connection count in a URL
+// (pool_size, min_idle_conns, max_idle_conns, max_active_conns,
+// max_concurrent_dials, pipeline_pool_size) outside 0 to 1000 (-1 for
+// pipeline_pool_size), retries (max_retries, dialer_retries,
+// max_redirects) outside -1 to 100, a lock name, resource or --prefix with
+// a character that does not print (a control character such as a newline,
+// a right-to-left override), a duration past its ceiling: --ttl, --grace and
+// --timeout 1h, --wait 24h, --once-per 87600h (ten years,
+// once.MaxPeriod). inspect quotes a holder id that is not printable, and
+// shows a lock key without a ttl (not made by fencelock) as such.
+//
+// fencelock never prints a password: a URL in a message has the password
+// of its user info and of its password parameters masked (xxxxx).
 //
 // --prefix sets the prefix of the lock's Redis keys and channel (default
 // "fencelock:"). --timeout sets the time limit of inspect, advance and run

@@ -13,7 +13,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/fencelock/fencelock/fence"
 	"github.com/fencelock/fencelock/lease"
 	"github.com/fencelock/fencelock/lease/doctor"
 )
@@ -88,8 +87,10 @@ func (g *globals) doctor(args []string) int {
 	case len(pos) != 0:
 		return g.doctorUsageError("want no arguments, got %q", pos)
 	}
-	if err := fence.ValidateKey(*name); err != nil {
-		return g.doctorUsageError("--name: %v", err)
+	for _, err := range []error{checkName("--name", *name), checkDuration("--ttl", *ttl, maxTTL), checkPrintable("--prefix", g.prefix)} {
+		if err != nil {
+			return g.doctorUsageError("%v", err)
+		}
 	}
 	opts := []doctor.Option{doctor.WithTTL(*ttl), doctor.WithDriftFactor(*drift), doctor.WithReplicaAck(*replicaAck),
 		doctor.WithClockFloor(*clockFloor), doctor.WithPrefix(g.prefix), doctor.WithSampleName(*name), doctor.WithPings(*pings),

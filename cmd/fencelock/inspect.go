@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"time"
 
@@ -24,8 +25,9 @@ type state struct {
 	Holder  string `json:"holder,omitempty"`
 	Token   string `json:"token,omitempty"` // text form, SEQ:HOLDER:KEY
 	Seq     uint64 `json:"seq,omitempty"`
-	TTLms   int64  `json:"ttl_ms"`
-	Counter uint64 `json:"counter"` // LastSeq: the last Seq issued
+	TTLms   int64  `json:"ttl_ms"`           // -1 when the key has no ttl
+	NoTTL   bool   `json:"no_ttl,omitempty"` // the lock's key never expires
+	Counter uint64 `json:"counter"`          // LastSeq: the last Seq issued
 	// Poisoned: the counter is more than counterbound.Ahead above the
 	// server's clock (see repair-counter).
 	Poisoned bool   `json:"poisoned,omitempty"`
@@ -39,6 +41,26 @@ func stateOf(info lease.Info, waiters int64) state {
 		s.Token = info.Token.String()
 		s.Seq = info.Token.Seq
 		s.TTLms = info.TTL.Milliseconds()
+		if info.TTL == lease.NoTTL {
+			s.TTLms, s.NoTTL = -1, true
+		}
+	}
+	return s
+}
+
+// ttl is the lock's remaining ttl as printed.
+func (s state) ttl() string {
+	if s.NoTTL {
+		return "none (the key never expires: fencelock never sets it so; delete it to free the lock)"
+	}
+	return ms(s.TTLms).String()
+}
+
+// shown is s as printed: quoted when it holds a character that is not
+// printable (a holder id written by another client could forge a line).
+func shown(s string) string {
+	if strings.IndexFunc(s, notPrintable) >= 0 {
+		return strconv.Quote(s)
 	}
 	return s
 }
@@ -63,7 +85,11 @@ type nodeView struct {
 func (s state) fields() string {
 	var b strings.Builder
 	if s.Held {
-		fmt.Fprintf(&b, "holder=%s token=%s ttl=%v", s.Holder, s.Token, ms(s.TTLms))
+		ttl := ms(s.TTLms).String()
+		if s.NoTTL {
+			ttl = "none"
+		}
+		fmt.Fprintf(&b, "holder=%s token=%s ttl=%s", shown(s.Holder), shown(s.Token), ttl)
 	} else {
 		b.WriteString("free")
 	}
@@ -103,7 +129,7 @@ func (v view) print(w io.Writer) {
 	}
 	fmt.Fprintf(w, "lock      %s\n", v.Name)
 	if v.Held {
-		fmt.Fprintf(w, "holder    %s\ntoken     %s\nttl       %v\n", v.Holder, v.Token, ms(v.TTLms))
+		fmt.Fprintf(w, "holder    %s\ntoken     %s\nttl       %s\n", shown(v.Holder), shown(v.Token), v.ttl())
 	} else {
 		fmt.Fprintf(w, "holder    (free)\n")
 	}
@@ -129,7 +155,7 @@ func (g *globals) inspect(args []string) int {
 		return g.usageError("inspect: want one lock NAME, got %d arguments", len(pos))
 	}
 	name := pos[0]
-	if err := fence.ValidateKey(name); err != nil {
+	if err := checkName("lock name", name); err != nil {
 		return g.usageError("inspect: %v", err)
 	}
 	b, code := g.backend()
@@ -194,7 +220,7 @@ func (g *globals) advance(args []string) int {
 		return g.usageError("advance: want NAME SEQ, got %d arguments", len(pos))
 	}
 	name := pos[0]
-	if err := fence.ValidateKey(name); err != nil {
+	if err := checkName("lock name", name); err != nil {
 		return g.usageError("advance: %v", err)
 	}
 	floor, err := fence.ParseSeq(pos[1])
@@ -231,6 +257,12 @@ func (g *globals) advance(args []string) int {
 func (g *globals) backend() (backend, int) {
 	if g.timeout <= 0 {
 		return nil, g.usageError("--timeout must be positive, got %v", g.timeout)
+	}
+	if err := checkDuration("--timeout", g.timeout, maxTTL); err != nil {
+		return nil, g.usageError("%v", err)
+	}
+	if err := checkPrintable("--prefix", g.prefix); err != nil {
+		return nil, g.usageError("%v", err)
 	}
 	b, err := g.connect()
 	var bad *badURLError

@@ -46,7 +46,7 @@ const usageText = `usage:
   fencelock [global flags] inspect [--json] NAME
   fencelock [global flags] advance [--json] NAME SEQ
   fencelock [global flags] doctor [--json] [FLAGS]  check Redis for what loses locks (doctor --help)
-  fencelock [global flags] reset-highwater --verifier URL [--rebind] [--yes] NAME RESOURCE
+  fencelock [global flags] reset-highwater [--verifier URL] [--rebind] [--yes] NAME RESOURCE
   fencelock [global flags] repair-counter [--yes] NAME
   fencelock help [COMMAND]
 
@@ -59,12 +59,18 @@ Commands:
            100ms before the lease's deadline; if the lease is lost at once (the lock may
            have another holder already), SIGTERM, then SIGKILL 100ms later.
            The lock is released when the command exits.
-             --ttl D     lease ttl (default 30s, at least 30ms); refreshed every ttl/3
-             --wait D    how long to wait for the lock (default 0: try once, within --timeout)
-             --grace D   SIGTERM to SIGKILL delay (default 10s), shortened as said above
+             --ttl D     lease ttl (default 30s, at least 30ms, at most 1h); refreshed every ttl/3
+             --wait D    how long to wait for the lock (default 0: try once, within --timeout;
+                         at most 24h)
+                         Budgets: taking the lock and the --once-per claim (at most
+                         --timeout of it) end within --wait (or --timeout) + 0.4s; once
+                         CMD exits, recording its period and the release take at most
+                         5s + 0.4s
+             --grace D   SIGTERM to SIGKILL delay (default 10s, at most 1h), shortened as said above
              --once-per D  run CMD at most once per period D: not again until D less D/10
                          after the start of the last run that exited 0, by the Redis
-                         server's clock (exit 6); one Redis deployment only
+                         server's clock (exit 6); one Redis deployment only; at most
+                         87600h (ten years)
   inspect  print the lock's holder, token, remaining ttl, counter (last Seq) and waiters;
            with Redlock, the majority's view and one line per node
              --json      print JSON
@@ -81,11 +87,15 @@ Global flags (before or after the command name):
                    redis+sentinel://HOST:PORT[,...][/DB]?master_name=M[&password=P]
                                                                 Sentinel (rediss+sentinel://)
                  Several URLs (odd, at least 3): Redlock over independent masters, with
-                 quorum fencing. OPT: go-redis URL options (dial_timeout=2s, ...).
+                 quorum fencing. OPT: go-redis URL options (dial_timeout=2s, ...); pool_size
+                 and the other connection counts 0 to 1000. An empty host is a usage error.
+                 Passwords are masked (xxxxx) in every message.
   --prefix P     prefix of the Redis keys and channel (default "` + defaultPrefix + `")
   --timeout D    how long inspect, advance, and run without --wait may take against a
-                 slow or unreachable Redis (default 5s)
+                 slow or unreachable Redis (default 5s, at most 1h)
 ` + tlsUsage + `
+Names with a character that does not print (newline, ...) are usage errors.
+
 Exit status:
   run      the command's exit status when it ran and the lease held (128+N if it
            died of signal N)

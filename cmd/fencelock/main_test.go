@@ -79,11 +79,17 @@ type proc struct {
 // start starts fencelock with args (no --redis is added) in dir.
 func start(t *testing.T, dir string, args ...string) *proc {
 	t.Helper()
+	return startWith(t, dir, append(os.Environ(), "REDIS_URL=", verifierEnv+"="), args...)
+}
+
+// startWith is start with the environment env.
+func startWith(t *testing.T, dir string, env []string, args ...string) *proc {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), cmdTimeout)
 	p := &proc{done: make(chan struct{})}
 	p.cmd = exec.CommandContext(ctx, bin, args...)
 	p.cmd.Dir = dir
-	p.cmd.Env = append(os.Environ(), "REDIS_URL=")
+	p.cmd.Env = env
 	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
 	if err := p.cmd.Start(); err != nil {
 		cancel()

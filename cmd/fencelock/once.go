@@ -41,10 +41,11 @@ func (g *globals) newOncePer(b backend, period time.Duration) (*oncePer, int) {
 	return &oncePer{period: period, tracker: t}, exitOK
 }
 
-// claim claims the period for tok before the command starts. It returns
-// the claim, or nil and run's status: exitDone when the period is done.
-func (o *oncePer) claim(g *globals, tok fence.Token) (*once.Claim, int) {
-	ctx, cancel := context.WithTimeout(context.Background(), g.timeout)
+// claim claims the period for tok before the command starts, by at. It
+// returns the claim, or nil and run's status: exitDone when the period is
+// done.
+func (o *oncePer) claim(g *globals, tok fence.Token, at time.Time) (*once.Claim, int) {
+	ctx, cancel := context.WithDeadline(context.Background(), at)
 	defer cancel()
 	c, err := o.tracker.Claim(ctx, tok, o.period)
 	switch {
@@ -58,12 +59,12 @@ func (o *oncePer) claim(g *globals, tok fence.Token) (*once.Claim, int) {
 	return c, exitOK
 }
 
-// complete records the command's success before the lease is released (so
-// that the next holder sees the period done). It returns run's status: 4
-// when a newer holder has claimed the period since (the lease was lost), 1
-// when Redis did not record it.
-func complete(g *globals, c *once.Claim) int {
-	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+// complete records the command's success, by at, before the lease is
+// released (so that the next holder sees the period done). It returns
+// run's status: 4 when a newer holder has claimed the period since (the
+// lease was lost), 1 when Redis did not record it.
+func complete(g *globals, c *once.Claim, at time.Time) int {
+	ctx, cancel := context.WithDeadline(context.Background(), at)
 	defer cancel()
 	err := c.Complete(ctx)
 	switch {

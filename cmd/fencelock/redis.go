@@ -37,8 +37,10 @@ func splitURLs(vals []string) ([]string, error) {
 			switch {
 			case strings.Contains(p, "://"):
 				urls = append(urls, p)
-			case len(urls) == 0 || p == "":
-				return nil, &badURLError{fmt.Errorf("bad Redis URL list %q: want scheme://host:port,...", v)}
+			case p == "":
+				return nil, &badURLError{errors.New("bad Redis URL list: an empty item: want scheme://host:port,...")}
+			case len(urls) == 0:
+				return nil, &badURLError{fmt.Errorf("bad Redis URL list: %q has no scheme: want scheme://host:port,...", redactURL(p))}
 			default:
 				urls[len(urls)-1] += "," + p
 			}
@@ -77,9 +79,15 @@ func multiHost(scheme, rest string) string {
 func newRedis(raw string, node bool, tc *tls.Config) (redis.UniversalClient, error) {
 	scheme, rest, ok := strings.Cut(raw, "://")
 	if !ok {
-		return nil, &badURLError{fmt.Errorf("bad Redis URL %q: no scheme", raw)}
+		return nil, &badURLError{fmt.Errorf("bad Redis URL %q: no scheme", redactURL(raw))}
 	}
-	bad := func(err error) error { return &badURLError{fmt.Errorf("bad Redis URL %q: %w", raw, err)} }
+	goURL := raw // what go-redis parses, and may quote in its errors
+	bad := func(err error) error {
+		return &badURLError{redactErr(fmt.Errorf("bad Redis URL %q: %w", redactURL(raw), err), raw, goURL)}
+	}
+	if err := checkRedisURL(scheme, rest); err != nil {
+		return nil, bad(err)
+	}
 	switch scheme {
 	case "redis", "rediss", "unix":
 		o, err := redis.ParseURL(raw)
@@ -93,7 +101,8 @@ func newRedis(raw string, node bool, tc *tls.Config) (redis.UniversalClient, err
 		o.MaxRetries, o.DialerRetries = retries(node, o.MaxRetries, o.DialerRetries)
 		return redis.NewClient(o), nil
 	case "redis+cluster", "rediss+cluster":
-		o, err := redis.ParseClusterURL(multiHost(strings.TrimSuffix(scheme, "+cluster"), rest))
+		goURL = multiHost(strings.TrimSuffix(scheme, "+cluster"), rest)
+		o, err := redis.ParseClusterURL(goURL)
 		if err != nil {
 			return nil, bad(err)
 		}
@@ -104,7 +113,8 @@ func newRedis(raw string, node bool, tc *tls.Config) (redis.UniversalClient, err
 		o.MaxRetries, o.DialerRetries = retries(node, o.MaxRetries, o.DialerRetries)
 		return redis.NewClusterClient(o), nil
 	case "redis+sentinel", "rediss+sentinel":
-		o, err := redis.ParseFailoverURL(multiHost(strings.TrimSuffix(scheme, "+sentinel"), rest))
+		goURL = multiHost(strings.TrimSuffix(scheme, "+sentinel"), rest)
+		o, err := redis.ParseFailoverURL(goURL)
 		if err != nil {
 			return nil, bad(err)
 		}

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"os"
 	"strings"
 
 	_ "github.com/go-sql-driver/mysql" // the mysql:// verifier store
@@ -34,10 +35,17 @@ const resetUsage = `  reset-highwater  set RESOURCE's high-water in a verifier's
                              (refused without it)
              --verifier URL  the verifier's store: postgres://..., mysql://DSN
                              (mysql://app:pw@tcp(db:3306)/app) or redis://...
+                             (default: $FENCELOCK_VERIFIER_URL, which keeps a
+                             password out of ps)
              --table T       SQL high-water table, [SCHEMA.]NAME (default fence_tokens)
              --hw-prefix P   redisverifier key prefix (default "` + redisverifier.DefaultPrefix + `")
              --yes           make the change
 `
+
+// verifierEnv is the environment variable that reset-highwater reads the
+// verifier's store URL from when --verifier is not given: a password in it
+// then does not show in ps.
+const verifierEnv = "FENCELOCK_VERIFIER_URL"
 
 // highWater is what reset-highwater needs of a verifier: every fencelock
 // verifier that keeps its high-water outside the process has both.
@@ -63,15 +71,22 @@ func (g *globals) resetHighWater(args []string) int {
 		return g.usageError("reset-highwater: %v", err)
 	case len(pos) != 2:
 		return g.usageError("reset-highwater: want NAME RESOURCE, got %d arguments", len(pos))
-	case *store == "":
-		return g.usageError("reset-highwater: --verifier URL is required (the store whose high-water to reset)")
+	}
+	if *store == "" {
+		*store = strings.TrimSpace(os.Getenv(verifierEnv))
+	}
+	if *store == "" {
+		return g.usageError("reset-highwater: --verifier URL or %s is required (the store whose high-water to reset)", verifierEnv)
 	}
 	name, resource := pos[0], pos[1]
-	if err := fence.ValidateKey(name); err != nil {
-		return g.usageError("reset-highwater: lock name: %v", err)
+	if err := checkName("lock name", name); err != nil {
+		return g.usageError("reset-highwater: %v", err)
 	}
 	if err := verifier.ValidateResource(resource); err != nil {
 		return g.usageError("reset-highwater: resource: %v", err)
+	}
+	if err := checkPrintable("resource", resource); err != nil {
+		return g.usageError("reset-highwater: %v", err)
 	}
 	b, code := g.backend()
 	if b == nil {
@@ -148,9 +163,19 @@ func (g *globals) resetHighWater(args []string) int {
 // verifier and the function that closes the connection. tc is the
 // --tls-* flags' settings, for a rediss:// store.
 func openStore(ctx context.Context, raw, table, hwPrefix string, tc *tls.Config) (highWater, func(), error) {
+	hw, done, err := openStoreURL(ctx, raw, table, hwPrefix, tc)
+	var bad *badURLError
+	if errors.As(err, &bad) {
+		return nil, nil, &badURLError{redactErr(bad.err, raw, strings.TrimPrefix(raw, "mysql://"))}
+	}
+	return hw, done, redactErr(err, raw, strings.TrimPrefix(raw, "mysql://"))
+}
+
+// openStoreURL is openStore, its errors not yet redacted.
+func openStoreURL(ctx context.Context, raw, table, hwPrefix string, tc *tls.Config) (highWater, func(), error) {
 	scheme, rest, ok := strings.Cut(raw, "://")
 	if !ok {
-		return nil, nil, &badURLError{fmt.Errorf("%q: no scheme (postgres://, mysql://, redis://)", raw)}
+		return nil, nil, &badURLError{fmt.Errorf("%q: no scheme (postgres://, mysql://, redis://)", redactURL(raw))}
 	}
 	tableParts := strings.SplitN(table, ".", 2)
 	switch scheme {
@@ -163,7 +188,11 @@ func openStore(ctx context.Context, raw, table, hwPrefix string, tc *tls.Config)
 		if err != nil {
 			return nil, nil, err
 		}
-		done := func() { conn.Close(context.WithoutCancel(ctx)) }
+		done := func() { // bounded: the store may be the one that froze
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishSlack)
+			defer cancel()
+			conn.Close(cctx)
+		}
 		v, err := pgverifier.New(conn, pgverifier.WithTable(tableParts...))
 		if err != nil {
 			done()
@@ -196,5 +225,5 @@ func openStore(ctx context.Context, raw, table, hwPrefix string, tc *tls.Config)
 		}
 		return v, func() { rdb.Close() }, nil
 	}
-	return nil, nil, &badURLError{fmt.Errorf("%q: unknown scheme %q (postgres://, mysql://, redis://)", raw, scheme)}
+	return nil, nil, &badURLError{fmt.Errorf("%q: unknown scheme %q (postgres://, mysql://, redis://)", redactURL(raw), scheme)}
 }

@@ -162,7 +162,7 @@ func TestResetHighWaterRefuses(t *testing.T) {
 
 	r = fl(t, "", on("reset-highwater", lock, res)...)
 	assert.Equal(t, exitUsage, r.code)
-	assert.Contains(t, r.stderr, "--verifier URL is required")
+	assert.Contains(t, r.stderr, "--verifier URL or FENCELOCK_VERIFIER_URL is required")
 	r = fl(t, "", on("reset-highwater", "--verifier", "ftp://x", lock, res)...)
 	assert.Equal(t, exitUsage, r.code)
 	assert.Contains(t, r.stderr, "unknown scheme")

@@ -15,7 +15,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/fencelock/fencelock/fence"
 	"github.com/fencelock/fencelock/lease"
 	"github.com/fencelock/fencelock/once"
 )
@@ -38,7 +37,9 @@ func signalStatus(s os.Signal) int {
 }
 
 const (
-	// releaseTimeout bounds the release after the command exits.
+	// releaseTimeout is the budget of what run does once the command has
+	// exited: completing its period (--once-per) and the release share
+	// it, and the cleanups before exit get finishSlack more.
 	releaseTimeout = 5 * time.Second
 	// probeTimeout bounds the check that tells "held by another" from
 	// "Redis unreachable" after an acquire that ended without the lock,
@@ -77,17 +78,19 @@ func (g *globals) run(args []string) int {
 		return g.usageError("run: missing command after --")
 	case *ttl < minTTL:
 		return g.usageError("run: %v", ttlTooShort(*ttl))
-	case *wait < 0:
-		return g.usageError("run: --wait must not be negative, got %v", *wait)
-	case *grace < 0:
-		return g.usageError("run: --grace must not be negative, got %v", *grace)
-	case *period < 0:
-		return g.usageError("run: --once-per must not be negative, got %v", *period)
+	}
+	for _, err := range []error{
+		checkDuration("--ttl", *ttl, maxTTL),
+		checkDuration("--wait", *wait, maxWait),
+		checkDuration("--grace", *grace, maxTTL),
+		checkDuration("--once-per", *period, maxPeriod),
+		checkName("lock name", pos[0]),
+	} {
+		if err != nil {
+			return g.usageError("run: %v", err)
+		}
 	}
 	name := pos[0]
-	if err := fence.ValidateKey(name); err != nil {
-		return g.usageError("run: %v", err)
-	}
 	cmd := exec.Command(command[0], command[1:]...)
 	if cmd.Err != nil { // not found, before taking the lock
 		return g.fail(exitFailure, "run: %v", cmd.Err)
@@ -101,16 +104,19 @@ func (g *globals) run(args []string) int {
 	if b == nil {
 		return code
 	}
-	op, code := g.newOncePer(b, *period)
-	if code != exitOK {
-		closeBy(b, time.Now().Add(closeTimeout))
-		return code
-	}
+	// Taking the lock, claiming the period and, when either fails, the
+	// release and the cleanups share one budget: --wait, or --timeout
+	// without it, and finishSlack (the package doc's "Time limits").
 	timeout := g.timeout
 	if *wait > 0 {
 		timeout = *wait
 	}
 	bud := newBudget(timeout)
+	op, code := g.newOncePer(b, *period)
+	if code != exitOK {
+		closeBy(b, bud.hard)
+		return code
+	}
 	l, code := g.take(b, bud, name, *ttl, *wait, sigs)
 	if l == nil {
 		closeBy(b, bud.hard)
@@ -118,15 +124,24 @@ func (g *globals) run(args []string) int {
 	}
 	var claim *once.Claim
 	if op != nil {
-		if claim, code = op.claim(g, l.Token()); claim == nil {
-			g.release(l)
-			closeBy(b, time.Now().Add(closeTimeout))
+		if claim, code = op.claim(g, l.Token(), g.claimBy(bud)); claim == nil {
+			g.release(l, bud.hard)
+			closeBy(b, bud.hard)
 			return code
 		}
 	}
-	code = g.supervise(cmd, l, *ttl, *grace, sigs, claim)
-	closeBy(b, time.Now().Add(closeTimeout))
+	code, end := g.supervise(cmd, l, *ttl, *grace, sigs, claim)
+	closeBy(b, end.hard)
 	return code
+}
+
+// claimBy is when the period's claim must end: by the end of the budget
+// of taking the lock, or probeTimeout after it was taken if that is later
+// (a lock taken at the very end of --wait), but never past the budget's
+// hard end, nor --timeout from now.
+func (g *globals) claimBy(bud budget) time.Time {
+	now := time.Now()
+	return earliest(bud.hard, earliest(now.Add(g.timeout), latest(bud.end, now.Add(probeTimeout))))
 }
 
 // take acquires the lock, waiting up to wait (until bud.end); a terminating
@@ -154,7 +169,7 @@ func (g *globals) take(b backend, bud budget, name string, ttl, wait time.Durati
 			}
 			cancel()
 			if r = <-res; r.l != nil {
-				g.release(r.l)
+				g.release(r.l, bud.hard)
 			}
 			return nil, g.fail(signalStatus(s), "run: %v while waiting for %q", s, name)
 		}
@@ -168,7 +183,7 @@ func (g *globals) take(b backend, bud budget, name string, ttl, wait time.Durati
 		select {
 		case s := <-sigs:
 			if terminating(s) {
-				g.release(r.l)
+				g.release(r.l, bud.hard)
 				return nil, g.fail(signalStatus(s), "run: %v while taking %q", s, name)
 			}
 			continue
@@ -210,17 +225,19 @@ func (g *globals) notAcquired(b backend, bud budget, name string, wait time.Dura
 	return g.fail(exitNotAcquired, "run: %v", err)
 }
 
-// release releases l, reporting a failure, and returns the error.
-func (g *globals) release(l *lease.Lease) error {
-	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+// release releases l by at and returns the error; a release cut short
+// leaves the lock to expire after its ttl.
+func (g *globals) release(l *lease.Lease, at time.Time) error {
+	ctx, cancel := context.WithDeadline(context.Background(), at)
 	defer cancel()
 	return l.Release(ctx)
 }
 
-// supervise runs cmd under lease l (of ttl) and returns run's exit status.
-// With claim (--once-per), a command that succeeded completes it before
-// the release.
-func (g *globals) supervise(cmd *exec.Cmd, l *lease.Lease, ttl, grace time.Duration, sigs <-chan os.Signal, claim *once.Claim) int {
+// supervise runs cmd under lease l (of ttl) and returns run's exit status,
+// and the budget of what follows the command (releaseTimeout), whose hard
+// end bounds the cleanups before exit. With claim (--once-per), a command
+// that succeeded completes it before the release.
+func (g *globals) supervise(cmd *exec.Cmd, l *lease.Lease, ttl, grace time.Duration, sigs <-chan os.Signal, claim *once.Claim) (int, budget) {
 	tok := l.Token()
 	cmd.Env = append(os.Environ(),
 		"FENCE_TOKEN="+tok.String(),
@@ -240,12 +257,14 @@ func (g *globals) supervise(cmd *exec.Cmd, l *lease.Lease, ttl, grace time.Durat
 		cancel()
 	}
 	if err := l.Err(); err != nil { // lost already (a slow start): do not run
-		g.release(l)
-		return g.fail(exitLost, "run: lease on %q lost before the command started: %v", tok.Key, err)
+		end := newBudget(releaseTimeout)
+		g.release(l, end.end)
+		return g.fail(exitLost, "run: lease on %q lost before the command started: %v", tok.Key, err), end
 	}
 	if err := cmd.Start(); err != nil {
-		g.release(l)
-		return g.fail(exitFailure, "run: %v", err)
+		end := newBudget(releaseTimeout)
+		g.release(l, end.end)
+		return g.fail(exitFailure, "run: %v", err), end
 	}
 	pid := cmd.Process.Pid
 	exited := make(chan error, 1)
@@ -337,13 +356,14 @@ wait:
 		signalGroup(pid, syscall.SIGKILL, reaped)
 	}
 
+	end := newBudget(releaseTimeout)
 	if claim != nil && lost == nil && waitErr == nil {
-		if code := complete(g, claim); code != exitOK {
-			g.release(l)
-			return code
+		if code := complete(g, claim, end.end); code != exitOK {
+			g.release(l, end.end)
+			return code, end
 		}
 	}
-	relErr := g.release(l)
+	relErr := g.release(l, end.end)
 	switch {
 	case lost != nil:
 	case errors.Is(relErr, lease.ErrLost):
@@ -353,7 +373,7 @@ wait:
 		fmt.Fprintf(g.stderr, "fencelock: release %q: %v (the lock expires after its ttl)\n", tok.Key, relErr)
 	}
 	if lost != nil {
-		return exitLost
+		return exitLost, end
 	}
-	return exitStatus(waitErr, g)
+	return exitStatus(waitErr, g), end
 }

@@ -5,6 +5,7 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"strconv"
 	"strings"
@@ -278,10 +279,14 @@ func Advance(ctx context.Context, c redis.Scripter, k Keys, floor uint64, counte
 type State struct {
 	Holder  string        // "" when free
 	Seq     uint64        // the holder's token Seq; 0 when free
-	PTTL    time.Duration // remaining ttl; 0 when free
+	PTTL    time.Duration // remaining ttl; 0 when free, NoTTL when the lock key has none
 	LastSeq uint64        // the counter: the last Seq issued (0 when absent)
 	Queued  int           // fair waiters in the queue, live or not yet dropped
 }
+
+// NoTTL is State.PTTL for a lock key without a ttl, which never expires:
+// the longest duration, so that a quorum's view sorts it as the longest.
+const NoTTL time.Duration = math.MaxInt64
 
 // Inspect reads the lock's state in one atomic step.
 func Inspect(ctx context.Context, c redis.Scripter, k Keys) (State, error) {
@@ -298,8 +303,11 @@ func Inspect(ctx context.Context, c redis.Scripter, k Keys) (State, error) {
 		if err != nil {
 			return State{}, err
 		}
-		if p, _ := v[1].(int64); p > 0 {
+		switch p, _ := v[1].(int64); {
+		case p > 0:
 			s.PTTL = time.Duration(p) * time.Millisecond
+		case p == -1: // no ttl: set by hand, never by fencelock
+			s.PTTL = NoTTL
 		}
 	}
 	if c, ok := v[2].(string); ok {

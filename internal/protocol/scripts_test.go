@@ -651,11 +651,11 @@ func TestInspect(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, protocol.State{LastSeq: seq + 7}, st)
 
-	// A lock without a ttl has PTTL 0; an unfenced one Seq 0.
+	// A lock without a ttl (set by hand) has PTTL NoTTL; an unfenced one Seq 0.
 	require.NoError(t, rdb.Set(ctx, k.Lock, protocol.LockValue("u", 0), 0).Err())
 	st, err = protocol.Inspect(ctx, rdb, k)
 	require.NoError(t, err)
-	assert.Equal(t, protocol.State{Holder: "u", LastSeq: seq + 7}, st)
+	assert.Equal(t, protocol.State{Holder: "u", PTTL: protocol.NoTTL, LastSeq: seq + 7}, st)
 
 	// A value that is no lock value is an error.
 	require.NoError(t, rdb.Set(ctx, k.Lock, "garbage", 0).Err())

@@ -66,7 +66,7 @@ func WithTTL(ttl time.Duration) Option {
 // lease.DefaultDriftFactor, 0.01.
 func WithDriftFactor(f float64) Option {
 	return func(c *config) error {
-		if f < 0 || f >= 0.5 {
+		if !(f >= 0 && f < 0.5) { // NaN too
 			return fmt.Errorf("drift factor %v", f)
 		}
 		c.driftFactor = f

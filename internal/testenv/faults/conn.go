@@ -70,6 +70,9 @@ func (c *conn) read(src net.Conn, dir direction, queue chan<- chunk) {
 	for {
 		n, err := src.Read(buf)
 		if n > 0 {
+			if pat := c.p.freeze.Load(); dir == toServer && pat != nil && bytes.Contains(buf[:n], *pat) {
+				c.p.Delay(frozenDelay)
+			}
 			ch := chunk{data: bytes.Clone(buf[:n]), due: time.Now().Add(time.Duration(c.p.delay[dir].Load()))}
 			c.hold(dir, 1)
 			select {

@@ -39,7 +39,8 @@ type Proxy struct {
 	ln      net.Listener
 	ctx     context.Context // cancelled by Close; aborts dials in progress
 	cancel  context.CancelFunc
-	delay   [2]atomic.Int64 // time.Duration per direction, for chunks read from now on
+	delay   [2]atomic.Int64        // time.Duration per direction, for chunks read from now on
+	freeze  atomic.Pointer[[]byte] // FreezeOn's pattern, nil when none
 	wg      sync.WaitGroup
 	mu      sync.Mutex
 	target  string
@@ -132,6 +133,17 @@ func (p *Proxy) Restore() {
 // chunks read afterwards (chunks already held still wait their time). A
 // negative d counts as 0.
 func (p *Proxy) Delay(d time.Duration) { p.delay[toServer].Store(int64(max(d, 0))) }
+
+// FreezeOn makes the link freeze at the first client→server chunk that
+// contains pattern: from that chunk on, no client→server byte reaches the
+// server until the proxy is closed, on any connection, as if the server
+// froze just before that command. It injects a pause at an exact step (a
+// given script, a given key) that a SIGSTOP from outside could not time.
+func (p *Proxy) FreezeOn(pattern []byte) { p.freeze.Store(&pattern) }
+
+// frozenDelay is the delay of every client→server chunk once FreezeOn's
+// pattern went by: longer than any test.
+const frozenDelay = 24 * time.Hour
 
 // DelayReplies is Delay for server→client chunks. With both set to d, the
 // link has a round-trip time of 2×d: on loopback that shows whether calls

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"os"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -385,5 +386,27 @@ func TestProxyCutRestore(t *testing.T) {
 	c.write(t, "back")
 	if got := c.readN(t, 4); got != "back" {
 		t.Fatalf("echo = %q", got)
+	}
+}
+
+// TestProxyFreezeOn: bytes before the pattern go through; the chunk with
+// the pattern, and everything sent after it on any connection, do not.
+func TestProxyFreezeOn(t *testing.T) {
+	srv := startTestServer(t, "A")
+	p := startTestProxy(t, srv.addr())
+	c := dialProxy(t, p, "A")
+	p.FreezeOn([]byte("claim"))
+	c.write(t, "acquire\n")
+	if got := c.readN(t, len("acquire\n")); got != "acquire\n" {
+		t.Fatalf("echo = %q", got)
+	}
+	c.write(t, "claim\n")
+	other := dialProxy(t, p, "A") // the server's greeting still comes back
+	other.write(t, "release\n")
+	for _, pc := range []*proxyClient{c, other} {
+		pc.conn.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+		if n, err := pc.r.Read(make([]byte, 1)); n != 0 || !errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Fatalf("read after the freeze: %d bytes, %v; want nothing", n, err)
+		}
 	}
 }
