@@ -40,7 +40,7 @@ func StartCluster(ctx context.Context, masters int) (*Cluster, error) {
 	errs := make([]error, masters)
 	var wg sync.WaitGroup
 	for i := range c.nodes {
-		wg.Go(func() { c.nodes[i], errs[i] = startRedis(ctx, args, "", busFree) })
+		wg.Go(func() { c.nodes[i], errs[i] = startRedis(ctx, "", args, "", busFree) })
 	}
 	wg.Wait()
 	err := errors.Join(errs...)

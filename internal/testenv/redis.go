@@ -24,9 +24,13 @@ import (
 // is redis-server.
 const ServerEnv = "FENCELOCK_REDIS_SERVER"
 
-// redisServer returns the path of the server binary that ServerEnv names.
-func redisServer() (string, error) {
-	name := os.Getenv(ServerEnv)
+// redisServer returns the path of the server binary name, or, for "", of
+// the one ServerEnv names.
+func redisServer(name string) (string, error) {
+	from := "given"
+	if name == "" {
+		name, from = os.Getenv(ServerEnv), "from $"+ServerEnv
+	}
 	if name == "" {
 		name = "redis-server"
 	}
@@ -37,8 +41,8 @@ func redisServer() (string, error) {
 	if name == "redis-server" {
 		return "", notInstalled(name, err)
 	}
-	return "", fmt.Errorf("%w: %s (from $%s): %v; for valkey-server run scripts/deps.sh --valkey",
-		ErrNotInstalled, name, ServerEnv, err)
+	return "", fmt.Errorf("%w: %s (%s): %v; for valkey-server run scripts/deps.sh --valkey",
+		ErrNotInstalled, name, from, err)
 }
 
 // RedisOptions configures a throwaway redis-server.
@@ -49,6 +53,10 @@ type RedisOptions struct {
 	// "--maxmemory", "1mb", "--maxmemory-policy", "allkeys-lru" makes eviction
 	// easy to provoke. The default is none.
 	Args []string
+	// Server is the server binary, a name looked up in PATH or a path, e.g.
+	// "valkey-server", for a program that runs two kinds side by side. The
+	// default ("") is the one [ServerEnv] names.
+	Server string
 	// Port is the TCP port to listen on; 0 (the default) picks a free one.
 	// A fixed port is for a test about that port, such as one proving that
 	// nothing connects to Redis's well-known 6379 (in a private network
@@ -74,14 +82,14 @@ type Redis struct {
 // it on) and waits until it answers PING. The caller must Close it.
 func StartRedis(ctx context.Context, opt RedisOptions) (*Redis, error) {
 	if opt.Port != 0 {
-		return startRedisOn(ctx, opt.Port, opt.Args)
+		return startRedisOn(ctx, opt.Port, opt.Server, opt.Args)
 	}
-	return startRedis(ctx, opt.Args, "", nil)
+	return startRedis(ctx, opt.Server, opt.Args, "", nil)
 }
 
 // startRedisOn starts a server on port, and only there.
-func startRedisOn(ctx context.Context, port int, args []string) (*Redis, error) {
-	bin, err := redisServer()
+func startRedisOn(ctx context.Context, port int, server string, args []string) (*Redis, error) {
+	bin, err := redisServer(server)
 	if err != nil {
 		return nil, err
 	}
@@ -104,8 +112,9 @@ func startRedisOn(ctx context.Context, port int, args []string) (*Redis, error) 
 
 // startRedis starts a server on a port that portOK accepts, retrying on a new
 // port when the chosen one was taken before redis-server could bind it.
-func startRedis(ctx context.Context, args []string, replicaOf string, portOK func(int) bool) (*Redis, error) {
-	bin, err := redisServer()
+// server is the binary, "" for the one ServerEnv names.
+func startRedis(ctx context.Context, server string, args []string, replicaOf string, portOK func(int) bool) (*Redis, error) {
+	bin, err := redisServer(server)
 	if err != nil {
 		return nil, err
 	}
