@@ -63,6 +63,9 @@ func pickServers(list string, given bool) (kinds []string, note string, err erro
 // same lock on the first server, and what each server says it is
 // ("valkey 8.0.1"). The servers close with e.
 func (e *env) startOthers(ctx context.Context, others []string, ls []*locks.Lock) ([]*locks.Lock, []string, error) {
+	if !slices.ContainsFunc(ls, func(l *locks.Lock) bool { return slices.Contains(onEveryServer, l.Name) }) {
+		return ls, nil, nil // nothing would run on them
+	}
 	var on []locks.Clients
 	var names []string
 	for _, kind := range others {
