@@ -27,21 +27,8 @@ func TestPerfServers(t *testing.T) {
 		t.Skip("valkey-server is not installed (scripts/deps.sh --valkey)")
 	}
 	serial.Heavy(t)
-	jsonPath := filepath.Join(t.TempDir(), "perf.json")
-	var stdout, stderr bytes.Buffer
-	err := Run(t.Context(), []string{"-quick", "-servers", "redis,valkey", "-redis-url", "", "-locks", "raw,lease,redislock",
-		"-scenarios", "uncontended,hotkey,waiters", "-json", jsonPath}, &stdout, &stderr)
-	if err != nil {
-		t.Fatalf("perf: %v\n%s", err, stderr.String())
-	}
-	b, err := os.ReadFile(jsonPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rep report.Perf
-	if err := json.Unmarshal(b, &rep); err != nil {
-		t.Fatal(err)
-	}
+	rep, out := runPerf(t, "-quick", "-servers", "redis,valkey", "-redis-url", "", "-locks", "raw,lease,redislock",
+		"-scenarios", "uncontended,hotkey,waiters")
 	if m := rep.Machine; !strings.HasPrefix(m.Redis, "redis ") || len(m.Others) != 1 || !strings.HasPrefix(m.Others[0], "valkey 8") {
 		t.Errorf("machine names redis %q and others %q, want redis … and valkey 8…", m.Redis, m.Others)
 	}
@@ -78,7 +65,6 @@ func TestPerfServers(t *testing.T) {
 	if rep.Locks["lease@valkey"] == "" || !strings.HasPrefix(rep.Locks["lease@valkey"], "on valkey 8") {
 		t.Errorf("locks.lease@valkey does not say its server: %q", rep.Locks["lease@valkey"])
 	}
-	out := stdout.String()
 	for _, s := range []string{"redis ", "valkey ", "What does moving from redis to valkey cost?", "valkey ×redis", "lease@valkey"} {
 		if !strings.Contains(out, s) {
 			t.Errorf("table lacks %q:\n%s", s, out)
@@ -135,4 +121,24 @@ func TestPickServers(t *testing.T) {
 	if got, note, _ := pickServers("", false); !slices.Equal(got, []string{"redis", "valkey"}) || note != "" {
 		t.Errorf("with valkey-server: %v, %q", got, note)
 	}
+}
+
+// runPerf runs `bench perf` with args and returns its report as the JSON
+// has it, and its text.
+func runPerf(t *testing.T, args ...string) (*report.Perf, string) {
+	t.Helper()
+	jsonPath := filepath.Join(t.TempDir(), "perf.json")
+	var stdout, stderr bytes.Buffer
+	if err := Run(t.Context(), append(args, "-json", jsonPath), &stdout, &stderr); err != nil {
+		t.Fatalf("perf: %v\n%s", err, stderr.String())
+	}
+	b, err := os.ReadFile(jsonPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep report.Perf
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatal(err)
+	}
+	return &rep, stdout.String()
 }
