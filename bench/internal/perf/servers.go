@@ -80,7 +80,11 @@ func (e *env) startOthers(ctx context.Context, others []string, ls []*locks.Lock
 		if err != nil {
 			return ls, nil, err
 		}
-		on, names = append(on, locks.Clients{Single: c, SingleOpt: *opt}), append(names, srv.String())
+		name := srv.String()
+		if e.where != "throwaway" {
+			name += " (throwaway)" // beside given servers
+		}
+		on, names = append(on, locks.Clients{Single: c, SingleOpt: *opt}), append(names, name)
 	}
 	var out, made []*locks.Lock
 	for _, l := range ls {
