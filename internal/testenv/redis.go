@@ -25,9 +25,13 @@ import (
 // is redis-server.
 const ServerEnv = "FENCELOCK_REDIS_SERVER"
 
-// redisServer returns the path of the server binary that ServerEnv names.
-func redisServer() (string, error) {
-	name := os.Getenv(ServerEnv)
+// redisServer returns the path of the server binary name, or, for "", of
+// the one ServerEnv names.
+func redisServer(name string) (string, error) {
+	from := "given"
+	if name == "" {
+		name, from = os.Getenv(ServerEnv), "from $"+ServerEnv
+	}
 	if name == "" {
 		name = "redis-server"
 	}
@@ -38,8 +42,8 @@ func redisServer() (string, error) {
 	if name == "redis-server" {
 		return "", notInstalled(name, err)
 	}
-	return "", fmt.Errorf("%w: %s (from $%s): %v; for valkey-server run scripts/deps.sh --valkey",
-		ErrNotInstalled, name, ServerEnv, err)
+	return "", fmt.Errorf("%w: %s (%s): %v; for valkey-server run scripts/deps.sh --valkey",
+		ErrNotInstalled, name, from, err)
 }
 
 // RedisOptions configures a throwaway redis-server.
@@ -50,6 +54,10 @@ type RedisOptions struct {
 	// "--maxmemory", "1mb", "--maxmemory-policy", "allkeys-lru" makes eviction
 	// easy to provoke. The default is none.
 	Args []string
+	// Server is the server binary, a name looked up in PATH or a path, e.g.
+	// "valkey-server", for a program that runs two kinds side by side. The
+	// default ("") is the one [ServerEnv] names.
+	Server string
 	// Port is the TCP port to listen on; 0 (the default) picks a free one.
 	// A fixed port is for a test about that port, such as one proving that
 	// nothing connects to Redis's well-known 6379 (in a private network
@@ -89,7 +97,7 @@ func StartRedis(ctx context.Context, opt RedisOptions) (*Redis, error) {
 // startRedisOn starts a server on port, and only there.
 func startRedisOn(ctx context.Context, opt RedisOptions) (*Redis, error) {
 	port := opt.Port
-	bin, err := redisServer()
+	bin, err := redisServer(opt.Server)
 	if err != nil {
 		return nil, err
 	}
@@ -130,7 +138,7 @@ func newRedis(ctx context.Context, bin string, opt RedisOptions, replicaOf strin
 // startRedis starts a server on a port that portOK accepts, retrying on a new
 // port when the chosen one was taken before redis-server could bind it.
 func startRedis(ctx context.Context, opt RedisOptions, replicaOf string, portOK func(int) bool) (*Redis, error) {
-	bin, err := redisServer()
+	bin, err := redisServer(opt.Server)
 	if err != nil {
 		return nil, err
 	}

@@ -15,7 +15,7 @@ func StartReplicated(ctx context.Context, opt RedisOptions) (primary, replica *R
 	if err != nil {
 		return nil, nil, err
 	}
-	replica, err = startRedis(ctx, RedisOptions{Args: opt.Args}, primary.Addr(), nil)
+	replica, err = startRedis(ctx, RedisOptions{Args: opt.Args, Server: opt.Server}, primary.Addr(), nil)
 	if err == nil {
 		err = replica.waitLinkUp(ctx)
 	}

@@ -50,7 +50,7 @@ func StartSentinel(ctx context.Context, primary *Redis, masterName string) (*Sen
 	if masterName == "" || strings.ContainsAny(masterName, " \t\r\n\"'") {
 		return nil, fmt.Errorf("testenv: bad sentinel master name %q", masterName)
 	}
-	bin, err := redisServer()
+	bin, err := redisServer("")
 	if err != nil {
 		return nil, err
 	}

@@ -291,3 +291,19 @@ func TestServerEnvMissingBinary(t *testing.T) {
 	_, err = StartSentinel(t.Context(), primary, "m")
 	require.ErrorIs(t, err, ErrNotInstalled, "sentinels use the same binary")
 }
+
+func TestServerOptionOverridesEnv(t *testing.T) {
+	t.Setenv(ServerEnv, "") // redis-server, unless the option says otherwise
+	r, err := StartRedis(t.Context(), RedisOptions{Server: "valkey-server"})
+	require.NoError(t, err)
+	t.Cleanup(func() { r.Close() })
+	assert.Contains(t, serverInfo(t, r), "valkey_version:", "the option picks Valkey")
+	require.NoError(t, r.Kill())
+	require.NoError(t, r.Start(t.Context()))
+	assert.Contains(t, serverInfo(t, r), "valkey_version:", "and keeps it across a restart")
+
+	_, err = StartRedis(t.Context(), RedisOptions{Server: "no-such-server"})
+	require.ErrorIs(t, err, ErrNotInstalled)
+	assert.Contains(t, err.Error(), "no-such-server")
+	assert.NotContains(t, err.Error(), ServerEnv, "the option, not the variable, named it")
+}

@@ -142,8 +142,9 @@ func (c Config) ttl() time.Duration {
 var Names = []string{"raw", "naive", "setnx-getset", "lease", "redlock-3", "redlock-5",
 	"redsync-1", "redsync-5", "redislock", "rueidislock"}
 
-// FamilyOf is the family of the lock called name.
+// FamilyOf is the family of the lock called name, on any server.
 func FamilyOf(name string) Family {
+	name, _ = SplitServer(name)
 	switch name {
 	case "raw", "naive", "setnx-getset":
 		return Floor

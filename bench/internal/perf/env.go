@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fencelock/fencelock/bench/internal/locks"
+	"github.com/fencelock/fencelock/bench/internal/servers"
 	"github.com/fencelock/fencelock/internal/testenv"
 )
 
@@ -95,7 +96,8 @@ func clientOptions(o *redis.Options) *redis.Options {
 // setup connects to the given servers or starts throwaway ones: one Redis
 // for the single-node locks, five independent ones when a quorum lock is
 // wanted (unless five URLs were given), PostgreSQL when pg is wanted.
-func setup(ctx context.Context, redisURLs, dbURL, mysqlDSN string, locks []string, pg, mysql bool) (*env, error) {
+// server is the binary of the throwaway Redises ("" for testenv's default).
+func setup(ctx context.Context, server, redisURLs, dbURL, mysqlDSN string, locks []string, pg, mysql bool) (*env, error) {
 	e := &env{where: "throwaway"}
 	ok := false
 	defer func() {
@@ -142,7 +144,7 @@ func setup(ctx context.Context, redisURLs, dbURL, mysqlDSN string, locks []strin
 			})
 		}
 	}
-	err := e.setupRedis(ctx, redisURLs, needMany)
+	err := e.setupRedis(ctx, server, redisURLs, needMany)
 	wg.Wait()
 	if pgClose != nil {
 		e.closers = append(e.closers, pgClose)
@@ -159,20 +161,16 @@ func setup(ctx context.Context, redisURLs, dbURL, mysqlDSN string, locks []strin
 	if pgErr != nil {
 		return nil, fmt.Errorf("postgres: %w (set -database-url, or leave out -scenarios pg)", pgErr)
 	}
-	info, err := e.single.Info(ctx, "server").Result()
+	srv, err := servers.Identify(ctx, e.single)
 	if err != nil {
-		return nil, fmt.Errorf("redis: %w", err)
+		return nil, err
 	}
-	for _, line := range strings.Split(info, "\n") {
-		if v, found := strings.CutPrefix(strings.TrimSpace(line), "redis_version:"); found {
-			e.redisVer = v
-		}
-	}
+	e.redisVer = srv.String()
 	ok = true
 	return e, nil
 }
 
-func (e *env) setupRedis(ctx context.Context, redisURLs string, needMany bool) error {
+func (e *env) setupRedis(ctx context.Context, server, redisURLs string, needMany bool) error {
 	var urls []string
 	var opts []redis.Options // of urls, before redis.NewClient fills them in
 	for _, u := range strings.Split(redisURLs, ",") {
@@ -202,7 +200,7 @@ func (e *env) setupRedis(ctx context.Context, redisURLs string, needMany bool) e
 			e.many, e.manyOpt = e.given[:5], opts[:5]
 		}
 	default:
-		r, err := testenv.StartRedis(ctx, testenv.RedisOptions{})
+		r, err := testenv.StartRedis(ctx, testenv.RedisOptions{Server: server})
 		if err != nil {
 			return fmt.Errorf("starting redis-server: %w (or set -redis-url)", err)
 		}
@@ -213,7 +211,7 @@ func (e *env) setupRedis(ctx context.Context, redisURLs string, needMany bool) e
 		e.single = c
 	}
 	if needMany && len(e.many) == 0 {
-		rs, err := testenv.StartRedisN(ctx, 5, testenv.RedisOptions{})
+		rs, err := testenv.StartRedisN(ctx, 5, testenv.RedisOptions{Server: server})
 		if err != nil {
 			return fmt.Errorf("starting 5 redis-servers for the quorum locks: %w", err)
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/fencelock/fencelock/bench/internal/cli"
 	"github.com/fencelock/fencelock/bench/internal/locks"
 	"github.com/fencelock/fencelock/bench/internal/report"
+	"github.com/fencelock/fencelock/bench/internal/servers"
 	"github.com/fencelock/fencelock/verifier/sqlverifier"
 )
 
@@ -26,7 +27,7 @@ import (
 var Scenarios = []string{"uncontended", "parallel", "wake", "hotkey", "hotkey64", "waiters", "pg", "sql"}
 
 // Usage is the synopsis of `bench perf`.
-const Usage = "go run ./bench perf [-quick] [-json FILE] [-html FILE] [-redis-url URL[,URL...]] [-database-url URL] [-mysql-dsn DSN] [-locks KIND,...] [-scenarios NAME,...]"
+const Usage = "go run ./bench perf [-quick] [-json FILE] [-html FILE] [-redis-url URL[,URL...]] [-database-url URL] [-mysql-dsn DSN] [-locks KIND,...] [-scenarios NAME,...] [-servers KIND,...]"
 
 // Run runs `bench perf` with args, printing the table to stdout and the
 // progress to stderr.
@@ -43,6 +44,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	lockList := fs.String("locks", strings.Join(locks.Names, ","), "comma-separated locks to run")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run to `FILE` (for go tool pprof)")
 	scenList := fs.String("scenarios", strings.Join(Scenarios, ","), "comma-separated scenarios to run")
+	serverList := fs.String("servers", "", serversUsage)
 	if err := fs.Parse(args); err != nil {
 		return cli.Usage(err)
 	}
@@ -57,12 +59,16 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return cli.Usage(fmt.Errorf("-scenarios: %w", err))
 	}
+	kinds, serversNote, err := pickServers(*serverList, *redisURL != "")
+	if err != nil {
+		return cli.Usage(fmt.Errorf("-servers: %w", err))
+	}
 
 	run := newRunner(stderr, *quick)
 	start := time.Now()
 	run.status("starting servers")
 	sqlOn := slices.Contains(scens, "sql")
-	env, err := setup(ctx, *redisURL, *dbURL, *mysqlDSN, names, slices.Contains(scens, "pg") || sqlOn, sqlOn)
+	env, err := setup(ctx, servers.Binary(kinds[0]), *redisURL, *dbURL, *mysqlDSN, names, slices.Contains(scens, "pg") || sqlOn, sqlOn)
 	if err != nil {
 		return err
 	}
@@ -81,6 +87,10 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		ls = append(ls, l)
 	}
+	var others []string
+	if ls, others, err = env.startOthers(ctx, kinds[1:], ls); err != nil {
+		return err
+	}
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
 		if err != nil {
@@ -94,7 +104,10 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 
 	rep := &report.Perf{Header: report.NewHeader("perf", fs, *quick), Locks: map[string]string{}}
-	rep.Machine.Redis, rep.Machine.Servers = env.redisVer, env.where
+	rep.Machine.Redis, rep.Machine.Servers, rep.Machine.Others = env.redisVer, env.where, others
+	if serversNote != "" {
+		rep.Notes = append(rep.Notes, serversNote)
+	}
 	for _, l := range ls {
 		rep.Locks[l.Name] = l.Note
 	}
@@ -103,6 +116,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
+		pairOnServer(rs)
 		rep.Results = append(rep.Results, rs...)
 		if err := ctx.Err(); err != nil {
 			return err
@@ -141,6 +155,9 @@ func runScenario(ctx context.Context, s string, run *runner, env *env, ls []*loc
 		rep.Ceilings = append(rep.Ceilings, ceiling)
 	case "waiters": // each lock alone, one after the other: not interleaved
 		for _, l := range ls {
+			if _, kind := locks.SplitServer(l.Name); kind != "" {
+				continue // its clients, named for CLIENT LIST, are on the first server
+			}
 			out = append(out, waiters(ctx, run, env, l))
 		}
 	case "pg":

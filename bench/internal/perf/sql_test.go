@@ -1,14 +1,9 @@
 package perf
 
 import (
-	"bytes"
-	"encoding/json"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/fencelock/fencelock/bench/internal/report"
 	"github.com/fencelock/fencelock/bench/internal/serial"
 )
 
@@ -21,20 +16,7 @@ func TestPerfDatabasesQuick(t *testing.T) {
 		t.Skip("starts PostgreSQL and MariaDB")
 	}
 	serial.Heavy(t)
-	jsonPath := filepath.Join(t.TempDir(), "perf.json")
-	var stdout, stderr bytes.Buffer
-	err := Run(t.Context(), []string{"-quick", "-locks", "raw", "-scenarios", "pg,sql", "-json", jsonPath}, &stdout, &stderr)
-	if err != nil {
-		t.Fatalf("perf: %v\n%s", err, stderr.String())
-	}
-	b, err := os.ReadFile(jsonPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rep report.Perf
-	if err := json.Unmarshal(b, &rep); err != nil {
-		t.Fatal(err)
-	}
+	rep, stdout := runPerf(t, "-quick", "-locks", "raw", "-scenarios", "pg,sql")
 	got := map[string]bool{}
 	for _, r := range rep.Results {
 		if r.P50us == nil || *r.P50us <= 0 || r.OpsPerSec == nil || *r.OpsPerSec <= 0 {
@@ -69,10 +51,9 @@ func TestPerfDatabasesQuick(t *testing.T) {
 	if judged != 6 { // pg_guarded, pg_perrow; sql_guarded and sql_perrow on both databases
 		t.Errorf("%d database targets judged, want 6: %+v", judged, rep.Targets)
 	}
-	table := stdout.String()
 	for _, s := range []string{"mariadb", "sql_guarded_withtx", "postgres-sql", "sql_perrow", "pg_perrow"} {
-		if !strings.Contains(table, s) {
-			t.Errorf("table lacks %q:\n%s", s, table)
+		if !strings.Contains(stdout, s) {
+			t.Errorf("table lacks %q:\n%s", s, stdout)
 		}
 	}
 }

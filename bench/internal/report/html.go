@@ -50,6 +50,9 @@ func newPage(title, css string, h *Header, extra ...string) *page {
 		p.WriteString(" · <b>-quick: a smoke run, not figures to quote</b>")
 	}
 	p.WriteString("</div>\n")
+	for _, n := range h.Notes {
+		fmt.Fprintf(p, "<p class=warn>%s</p>\n", esc(n))
+	}
 	return p
 }
 

@@ -222,7 +222,7 @@ func questions(rep *Perf) []question {
 		}
 		qs = append(qs, q)
 	}
-	return qs
+	return append(qs, serverQuestions(rep)...)
 }
 
 // ceilingOf is the sleep ceiling measured with scenario, or nil.

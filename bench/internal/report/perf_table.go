@@ -57,6 +57,9 @@ func WritePerfTable(w io.Writer, rep *Perf) {
 	for _, l := range wrap(strings.Join(rep.facts(), ", "), TextWidth-2, "") {
 		fmt.Fprintln(w, "  "+l)
 	}
+	for _, n := range rep.Notes {
+		writeWrapped(w, n, "  ")
+	}
 	if rep.Quick {
 		fmt.Fprintf(w, "\n%s\n", quickWarning)
 	}

@@ -26,18 +26,26 @@ type Header struct {
 	Elapsed   string            `json:"elapsed"`
 	Machine   Machine           `json:"machine"`
 	Versions  map[string]string `json:"versions"`
+	// Notes say what the run left out that a reader would look for, and
+	// why: "valkey-server is not installed: ...".
+	Notes []string `json:"notes,omitempty"`
 }
 
 // Machine is where the figures come from.
 type Machine struct {
-	CPUs     int    `json:"cpus"`
-	GOOS     string `json:"goos"`
-	GOARCH   string `json:"goarch"`
-	Go       string `json:"go"`
-	Redis    string `json:"redis_server"`
-	Postgres string `json:"postgres,omitempty"`
-	MySQL    string `json:"mysql,omitempty"`
-	Servers  string `json:"servers"` // throwaway or given
+	CPUs   int    `json:"cpus"`
+	GOOS   string `json:"goos"`
+	GOARCH string `json:"goarch"`
+	Go     string `json:"go"`
+	// Redis names the Redis-protocol server and its version: "redis
+	// 7.0.15", "valkey 8.0.1" (a run recorded before the name: "7.0.15").
+	Redis string `json:"redis_server"`
+	// Others are the other servers the run measured some locks on, the
+	// same way: perf's -servers after the first.
+	Others   []string `json:"other_servers,omitempty"`
+	Postgres string   `json:"postgres,omitempty"`
+	MySQL    string   `json:"mysql,omitempty"`
+	Servers  string   `json:"servers"` // throwaway or given
 }
 
 // NewHeader starts the header of a run of `go run ./bench NAME` with the
@@ -98,7 +106,8 @@ func Versions() map[string]string {
 // parts go before "took".
 func (h *Header) facts(extra ...string) []string {
 	m := h.Machine
-	out := []string{h.Timestamp, fmt.Sprintf("%s %s/%s", Plural(m.CPUs, "CPU"), m.GOOS, m.GOARCH), m.Go, "redis " + m.Redis}
+	out := []string{h.Timestamp, fmt.Sprintf("%s %s/%s", Plural(m.CPUs, "CPU"), m.GOOS, m.GOARCH), m.Go, serverText(m.Redis)}
+	out = append(out, m.Others...)
 	if m.MySQL != "" {
 		out = append(out, "mysql "+m.MySQL)
 	}
@@ -113,6 +122,15 @@ func (h *Header) facts(extra ...string) []string {
 		out = append(out, "took "+h.Elapsed)
 	}
 	return out
+}
+
+// serverText is a server as Machine.Redis names it, with "redis" before
+// the bare version of a run recorded before the name.
+func serverText(v string) string {
+	if v == "" || strings.Contains(v, " ") {
+		return v
+	}
+	return "redis " + v
 }
 
 // TextLine is the header as the first line of a text table.

@@ -17,6 +17,7 @@ import (
 
 	"github.com/fencelock/fencelock/bench/internal/cli"
 	"github.com/fencelock/fencelock/bench/internal/report"
+	"github.com/fencelock/fencelock/bench/internal/servers"
 	"github.com/fencelock/fencelock/internal/testenv"
 )
 
@@ -168,7 +169,8 @@ func run(ctx context.Context, o *options, stdout, stderr io.Writer) (*report.Saf
 	return rep, nil
 }
 
-// redisVersion is the version of the redis-server the scenarios start.
+// redisVersion names the server the scenarios start and its version:
+// "redis 7.0.15", "valkey 8.0.1", or "unknown".
 func redisVersion(ctx context.Context) string {
 	r, err := testenv.StartRedis(ctx, testenv.RedisOptions{})
 	if err != nil {
@@ -177,14 +179,9 @@ func redisVersion(ctx context.Context) string {
 	defer r.Close()
 	c := r.Client()
 	defer c.Close()
-	info, err := c.Info(ctx, "server").Result()
+	s, err := servers.Identify(ctx, c)
 	if err != nil {
 		return "unknown"
 	}
-	for _, line := range strings.Split(info, "\n") {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "redis_version:"); ok {
-			return v
-		}
-	}
-	return "unknown"
+	return s.String()
 }
