@@ -137,6 +137,7 @@ func newRedis(ctx context.Context, bin string, opt RedisOptions, replicaOf strin
 
 // startRedis starts a server on a port that portOK accepts, retrying on a new
 // port when the chosen one was taken before redis-server could bind it.
+// opt.Server is the binary, "" for the one ServerEnv names.
 func startRedis(ctx context.Context, opt RedisOptions, replicaOf string, portOK func(int) bool) (*Redis, error) {
 	bin, err := redisServer(opt.Server)
 	if err != nil {
