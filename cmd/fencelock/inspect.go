@@ -25,12 +25,14 @@ type state struct {
 	Token   string `json:"token,omitempty"` // text form, SEQ:HOLDER:KEY
 	Seq     uint64 `json:"seq,omitempty"`
 	TTLms   int64  `json:"ttl_ms"`
-	Counter uint64 `json:"counter"`           // LastSeq: the last Seq issued
-	Waiters *int64 `json:"waiters,omitempty"` // nil when not counted
+	Counter uint64 `json:"counter"`              // LastSeq: the last Seq issued
+	Waiters *int64 `json:"waiters,omitempty"`    // nil when not counted
+	Queue   int    `json:"queue"`                // fair waiters with a place (at most 1,000)
+	Head    string `json:"queue_head,omitempty"` // the queue's first waiter
 }
 
 func stateOf(info lease.Info, waiters int64) state {
-	s := state{Holder: info.Holder, Counter: info.LastSeq, Waiters: &waiters}
+	s := state{Holder: info.Holder, Counter: info.LastSeq, Waiters: &waiters, Queue: info.Queued, Head: info.QueueHead}
 	if info.Holder != "" {
 		s.Held = true
 		s.Token = info.Token.String()
@@ -64,7 +66,7 @@ func (s state) fields() string {
 	} else {
 		b.WriteString("free")
 	}
-	fmt.Fprintf(&b, " counter=%d waiters=%s", s.Counter, waiters(s.Waiters))
+	fmt.Fprintf(&b, " counter=%d waiters=%s queue=%d", s.Counter, waiters(s.Waiters), s.Queue)
 	return b.String()
 }
 
@@ -101,6 +103,9 @@ func (v view) print(w io.Writer) {
 		fmt.Fprintf(w, "holder    (free)\n")
 	}
 	fmt.Fprintf(w, "counter   %d\nwaiters   %s\n", v.Counter, waiters(v.Waiters))
+	if v.Queue > 0 {
+		fmt.Fprintf(w, "queue     %d (head %q)\n", v.Queue, v.Head)
+	}
 }
 
 func printJSON(w io.Writer, v any) {

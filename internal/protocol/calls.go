@@ -81,8 +81,11 @@ const (
 // TryResult is a try's reply: {outcome, seq or pttl}.
 type TryResult struct {
 	Outcome Outcome
-	Seq     uint64        // when got; 0 for an unfenced lock
-	PTTL    time.Duration // when Held: the holder's remaining ttl (<0: none)
+	Seq     uint64 // when got; 0 for an unfenced lock
+	// PTTL, when Held, is the holder's remaining ttl (<0: none); when
+	// Reserved, 0, or the wait before the next try while the queue's
+	// expired tickets are being dropped (a few per call).
+	PTTL time.Duration
 }
 
 // Got reports whether the try took or kept the lock.
@@ -158,7 +161,8 @@ func ParseTryReply(reply any) (TryResult, error) {
 	case Held:
 		return TryResult{Outcome: Held, PTTL: time.Duration(n) * time.Millisecond}, nil
 	case Reserved:
-		return TryResult{Outcome: Reserved}, nil
+		// n > 0: the queue's head is not known yet; try again in n ms.
+		return TryResult{Outcome: Reserved, PTTL: time.Duration(max(n, 0)) * time.Millisecond}, nil
 	}
 	return TryResult{}, fmt.Errorf("acquire script: unexpected reply %v", reply)
 }
@@ -281,15 +285,19 @@ type State struct {
 	PTTL    time.Duration // remaining ttl; 0 when free
 	LastSeq uint64        // the counter: the last Seq issued (0 when absent)
 	Queued  int           // fair waiters in the queue, live or not yet dropped
+	Head    string        // the queue's first waiter ("" when none), live or not
+	// HeadTicket is Head's ticket; the zero Ticket when it has none or it
+	// does not parse (a waiter the next fair call drops).
+	HeadTicket Ticket
 }
 
 // Inspect reads the lock's state in one atomic step.
 func Inspect(ctx context.Context, c redis.Scripter, k Keys) (State, error) {
-	v, err := inspect.Run(ctx, c, []string{k.Lock, k.Counter, k.Queue}).Slice()
+	v, err := inspect.Run(ctx, c, k.fair()).Slice()
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return State{}, err
 	}
-	if len(v) != 4 {
+	if len(v) != 6 {
 		return State{}, fmt.Errorf("inspect script: unexpected reply %v", v)
 	}
 	var s State
@@ -310,6 +318,10 @@ func Inspect(ctx context.Context, c redis.Scripter, k Keys) (State, error) {
 	}
 	q, _ := v[3].(int64)
 	s.Queued = int(q)
+	s.Head, _ = v[4].(string)
+	if t, ok := v[5].(string); ok {
+		s.HeadTicket, _ = ParseTicket(t)
+	}
 	return s, nil
 }
 

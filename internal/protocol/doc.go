@@ -24,7 +24,7 @@
 //
 //	PREFIX{NAME}          the lock: "holder:seq", with the lease's ttl
 //	PREFIX{NAME}:fence    the counter: the last Seq issued (see the counter rule)
-//	PREFIX{NAME}:queue    fair waiters by arrival (sorted set); expires with the last ticket
+//	PREFIX{NAME}:queue    fair waiters by arrival (sorted set, at most [MaxQueue]); expires with the last ticket
 //	PREFIX{NAME}:tickets  fair waiters' tickets (hash, see [Ticket]); likewise
 //	PREFIX{NAME}:release  the pub/sub channel: a [Message] per release that wakes or
 //	                      hands over (a fair release with nobody queued publishes none)
@@ -98,6 +98,11 @@
 //     reaches Redis after its process died (a try sent just before, or
 //     the refresh of a handoff read late) acts for it as a holder's
 //     would, and the lock then lasts that request's ttl.
+//
+// Bounded work: no script call's cost grows with what other clients left
+// or wrote, because Redis serves no one else meanwhile. The queue holds at
+// most [MaxQueue] waiters and a call drops at most [MaxDrop] expired
+// tickets (see their doc for what happens past each).
 //
 // A pause after a lease is returned is Kleppmann's case, which no lock
 // protocol can cover: the verifier at the storage does.

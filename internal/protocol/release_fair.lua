@@ -15,7 +15,8 @@ local n = #ARGV[1]
 if not v or string.byte(v, n + 1) ~= 58 or string.sub(v, 1, n) ~= ARGV[1] then -- 58 is ':'
   return 0
 end
-if redis.call('EXISTS', KEYS[3]) == 0 then
+local n = redis.call('ZCARD', KEYS[3])
+if n == 0 then
   redis.call('DEL', KEYS[1])
   return 1
 end

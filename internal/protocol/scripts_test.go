@@ -644,6 +644,9 @@ func TestInspect(t *testing.T) {
 	within(t, 10*time.Second, st.PTTL, time.Second, "PTTL")
 	assert.Equal(t, seq+7, st.LastSeq)
 	assert.Equal(t, 3, st.Queued)
+	assert.Equal(t, "w1", st.Head, "the queue's head")
+	assert.Equal(t, protocol.Attempt(1), st.HeadTicket.Attempt, "the head's ticket")
+	assert.Equal(t, time.Second, st.HeadTicket.TTL, "the head's claim window")
 
 	// Free, with the counter left.
 	require.NoError(t, rdb.Del(ctx, k.Lock, k.Queue, k.Tickets).Err())

@@ -153,6 +153,11 @@
 // 30 ticks with four clients, three Acquires each and every kind of
 // fault, and 10,000 more with the ttl above the ticket lifetime.
 //
+// The model's queue (at most 12 waiters) stays below protocol.MaxDrop and
+// MaxQueue, so live_head drops every expired ticket at once there, as the
+// model's liveHead does; the bounds are tested on a real Redis
+// (TestBoundedWorkHostileQueue, TestFullQueue).
+//
 // Nothing here covers a pause after Acquire returns (Kleppmann's case,
 // the verifier's job), clock drift between client and server beyond
 // Config.Drift, a refresh that fails with an I/O error (handedOff then
