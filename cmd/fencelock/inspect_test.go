@@ -91,7 +91,7 @@ func TestAdvance(t *testing.T) {
 	if n, err := strconv.ParseUint(strings.TrimSpace(r.stdout), 10, 64); r.code != 0 || err != nil || n+1e6 < before {
 		t.Fatalf("advance of a missing counter to 5: exit %d, printed %q, want the clock (about %d)", r.code, r.stdout, before)
 	}
-	floor := before + 1e12 // above the clock
+	floor := before + 1e10 // above the clock (within protocol.MaxAhead)
 	want := strconv.FormatUint(floor, 10)
 	r = fl(t, "", on("advance", name, want)...)
 	if r.code != 0 || strings.TrimSpace(r.stdout) != want {
@@ -156,7 +156,7 @@ func TestRedlock(t *testing.T) {
 		t.Fatalf("waiter: exit %d", r.code)
 	}
 
-	floor := uint64(time.Now().UnixMicro()) + 1e12 // above the nodes' clocks
+	floor := uint64(time.Now().UnixMicro()) + 1e10 // above the nodes' clocks
 	r = fl(t, "", append(flags, "advance", name, strconv.FormatUint(floor, 10))...)
 	if r.code != 0 || strings.TrimSpace(r.stdout) != strconv.FormatUint(floor, 10) {
 		t.Fatalf("advance: exit %d, printed %q", r.code, r.stdout)

@@ -269,11 +269,12 @@ func run(ctx context.Context, s *redis.Script, c redis.Scripter, keys []string, 
 
 // Advance lifts the counter to at least floor (an atomic max, under the
 // counter rule) and returns its value afterwards. A missing counter stands
-// at the clock, so the value may be above floor.
+// at the clock, so the value may be above floor. A floor more than
+// [MaxAhead] above the server's clock is refused with [ErrPoisoned].
 func Advance(ctx context.Context, c redis.Scripter, k Keys, floor uint64, counter Counter) (uint64, error) {
 	n, err := advance.Run(ctx, c, k.lockCounter(), floor, ms(counter.TTL)).Int64()
 	if err != nil {
-		return 0, err
+		return 0, counterErr(err)
 	}
 	return uint64(n), nil
 }

@@ -27,6 +27,11 @@
 -- their only writer.
 
 local MAX_SEQ = 9007199254740991 -- 2^53-1: Lua numbers are doubles
+-- No input lifts a counter more than this above the clock, in µs: 24h
+-- (protocol.MaxAhead). Tokens follow the clock (a counter starts there),
+-- so a value further ahead is a forged or mistyped one that would retire
+-- the lock.
+local MAX_AHEAD = 86400000000
 
 -- clock_us is the server's clock in microseconds.
 local function clock_us()
@@ -38,6 +43,15 @@ end
 -- clock are about 1.8e15).
 local function fmt(n)
   return string.format('%d', n)
+end
+
+-- too_far returns the error reply for lifting a counter to v, when v is
+-- more than MAX_AHEAD above the clock now; else nil.
+local function too_far(v, now)
+  if v > now + MAX_AHEAD then
+    return redis.error_reply('fencelock: poisoned: ' .. fmt(v) .. ' is more than 24h above the server clock ' .. fmt(now))
+  end
+  return nil
 end
 
 -- store_counter writes v as the counter under the counter rule (see

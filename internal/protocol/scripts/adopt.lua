@@ -9,7 +9,8 @@
 -- agree with the lease's token.
 -- KEYS[1] lock, KEYS[2] counter; ARGV[1] holder id, ARGV[2] seq,
 -- ARGV[3] counter ttl ms ('0': forever).
--- Returns the counter afterwards.
+-- A seq that would lift the counter more than MAX_AHEAD above the clock is
+-- refused. Returns the counter afterwards.
 
 -- ---- common.lua ----
 -- Shared functions of the lock and its counter, prepended to the scripts
@@ -26,6 +27,11 @@
 -- their only writer.
 
 local MAX_SEQ = 9007199254740991 -- 2^53-1: Lua numbers are doubles
+-- No input lifts a counter more than this above the clock, in µs: 24h
+-- (protocol.MaxAhead). Tokens follow the clock (a counter starts there),
+-- so a value further ahead is a forged or mistyped one that would retire
+-- the lock.
+local MAX_AHEAD = 86400000000
 
 -- clock_us is the server's clock in microseconds.
 local function clock_us()
@@ -37,6 +43,15 @@ end
 -- clock are about 1.8e15).
 local function fmt(n)
   return string.format('%d', n)
+end
+
+-- too_far returns the error reply for lifting a counter to v, when v is
+-- more than MAX_AHEAD above the clock now; else nil.
+local function too_far(v, now)
+  if v > now + MAX_AHEAD then
+    return redis.error_reply('fencelock: poisoned: ' .. fmt(v) .. ' is more than 24h above the server clock ' .. fmt(now))
+  end
+  return nil
 end
 
 -- store_counter writes v as the counter under the counter rule (see
@@ -124,6 +139,12 @@ if seq > MAX_SEQ then
   return redis.error_reply('fencelock: seq past 2^53-1')
 end
 local c, present = counter_now(now)
+if c < seq then
+  local err = too_far(seq, now)
+  if err then
+    return err
+  end
+end
 if c < seq or not present then
   c = math.max(c, seq)
   store_counter(c, ARGV[3], now)

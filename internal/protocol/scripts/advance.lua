@@ -5,7 +5,8 @@
 -- Lift a counter to at least a floor (atomic max), under the counter rule.
 -- KEYS[1] lock (unused: it keeps the call in the lock's slot), KEYS[2] counter.
 -- ARGV[1] floor, ARGV[2] counter ttl ms ('0': forever).
--- A missing counter stands at the clock (see counter_now).
+-- A missing counter stands at the clock (see counter_now). A floor that
+-- would lift it more than MAX_AHEAD above the clock is refused.
 -- Returns the counter's value afterwards.
 
 -- ---- common.lua ----
@@ -23,6 +24,11 @@
 -- their only writer.
 
 local MAX_SEQ = 9007199254740991 -- 2^53-1: Lua numbers are doubles
+-- No input lifts a counter more than this above the clock, in µs: 24h
+-- (protocol.MaxAhead). Tokens follow the clock (a counter starts there),
+-- so a value further ahead is a forged or mistyped one that would retire
+-- the lock.
+local MAX_AHEAD = 86400000000
 
 -- clock_us is the server's clock in microseconds.
 local function clock_us()
@@ -34,6 +40,15 @@ end
 -- clock are about 1.8e15).
 local function fmt(n)
   return string.format('%d', n)
+end
+
+-- too_far returns the error reply for lifting a counter to v, when v is
+-- more than MAX_AHEAD above the clock now; else nil.
+local function too_far(v, now)
+  if v > now + MAX_AHEAD then
+    return redis.error_reply('fencelock: poisoned: ' .. fmt(v) .. ' is more than 24h above the server clock ' .. fmt(now))
+  end
+  return nil
 end
 
 -- store_counter writes v as the counter under the counter rule (see
@@ -122,6 +137,12 @@ if floor > MAX_SEQ then
   return redis.error_reply('fencelock: floor past 2^53-1')
 end
 if c < floor or not present then
+  if c < floor then
+    local err = too_far(floor, now)
+    if err then
+      return err
+    end
+  end
   c = math.max(c, floor)
   store_counter(c, ARGV[2], now)
 end

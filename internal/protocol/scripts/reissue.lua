@@ -10,7 +10,9 @@
 -- then above the storage's highest Seq.
 -- KEYS[1] lock, KEYS[2] counter; ARGV[1] holder id, ARGV[2] floor,
 -- ARGV[3] counter ttl ms ('0': forever).
--- Returns the new Seq, or 0 when the holder no longer has the lock.
+-- A floor that would lift the counter more than MAX_AHEAD above the clock
+-- is refused. Returns the new Seq, or 0 when the holder no longer has the
+-- lock.
 
 -- ---- common.lua ----
 -- Shared functions of the lock and its counter, prepended to the scripts
@@ -27,6 +29,11 @@
 -- their only writer.
 
 local MAX_SEQ = 9007199254740991 -- 2^53-1: Lua numbers are doubles
+-- No input lifts a counter more than this above the clock, in µs: 24h
+-- (protocol.MaxAhead). Tokens follow the clock (a counter starts there),
+-- so a value further ahead is a forged or mistyped one that would retire
+-- the lock.
+local MAX_AHEAD = 86400000000
 
 -- clock_us is the server's clock in microseconds.
 local function clock_us()
@@ -38,6 +45,15 @@ end
 -- clock are about 1.8e15).
 local function fmt(n)
   return string.format('%d', n)
+end
+
+-- too_far returns the error reply for lifting a counter to v, when v is
+-- more than MAX_AHEAD above the clock now; else nil.
+local function too_far(v, now)
+  if v > now + MAX_AHEAD then
+    return redis.error_reply('fencelock: poisoned: ' .. fmt(v) .. ' is more than 24h above the server clock ' .. fmt(now))
+  end
+  return nil
 end
 
 -- store_counter writes v as the counter under the counter rule (see
@@ -123,7 +139,14 @@ if tonumber(ARGV[2]) > MAX_SEQ then
   return redis.error_reply('fencelock: floor past 2^53-1')
 end
 local now = clock_us()
-local c = math.max(counter_now(now), tonumber(ARGV[2]))
+local c = counter_now(now)
+if tonumber(ARGV[2]) > c then
+  local err = too_far(tonumber(ARGV[2]), now)
+  if err then
+    return err
+  end
+  c = tonumber(ARGV[2])
+end
 if not holds(redis.call('GET', KEYS[1]), ARGV[1]) then
   store_counter(c, ARGV[3], now)
   return 0
