@@ -2,7 +2,7 @@ package protocol
 
 import (
 	"context"
-	_ "embed"
+	"embed"
 	"errors"
 	"fmt"
 	"net"
@@ -11,39 +11,43 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/fencelock/fencelock/internal/luascript"
 )
 
 //go:generate go run ./luagen
 
-// The scripts, each embedded whole from scripts/, which luagen writes from
-// the fragments beside this file (see the package doc).
+// The scripts, each embedded whole from scripts/ with the SHA-1 that
+// luagen wrote beside it (see the package doc): no SHA-1 is computed at
+// run time.
 var (
-	//go:embed scripts/acquire.lua
-	acquireSrc string
-	//go:embed scripts/acquire_fair.lua
-	acquireFairSrc string
-	//go:embed scripts/refresh.lua
-	refreshSrc string
-	//go:embed scripts/release.lua
-	releaseSrc string
-	//go:embed scripts/release_fair.lua
-	releaseFairSrc string
-	//go:embed scripts/leave.lua
-	leaveSrc string
-	//go:embed scripts/inspect.lua
-	inspectSrc string
-	//go:embed scripts/advance.lua
-	advanceSrc string
-
-	acquire     = redis.NewScript(acquireSrc)
-	acquireFair = redis.NewScript(acquireFairSrc)
-	refresh     = redis.NewScript(refreshSrc)
-	release     = redis.NewScript(releaseSrc)
-	releaseFair = redis.NewScript(releaseFairSrc)
-	leave       = redis.NewScript(leaveSrc)
-	inspect     = redis.NewScript(inspectSrc)
-	advance     = redis.NewScript(advanceSrc)
+	acquire     = script("acquire")
+	acquireFair = script("acquire_fair")
+	refresh     = script("refresh")
+	release     = script("release")
+	releaseFair = script("release_fair")
+	leave       = script("leave")
+	inspect     = script("inspect")
+	advance     = script("advance")
+	reissue     = script("reissue")
+	adopt       = script("adopt")
 )
+
+//go:embed scripts/*.lua scripts/*.sha1
+var scriptFiles embed.FS
+
+// script is scripts/NAME.lua, run by the hash in scripts/NAME.sha1.
+func script(name string) *luascript.Script {
+	src, err := scriptFiles.ReadFile("scripts/" + name + ".lua")
+	if err != nil {
+		panic(err) // embedded: only a build without scripts/ gets here
+	}
+	sha, err := scriptFiles.ReadFile("scripts/" + name + ".sha1")
+	if err != nil {
+		panic(err)
+	}
+	return luascript.New(string(src), strings.TrimSpace(string(sha)))
+}
 
 // Try is one try to take a lock.
 type Try struct {
@@ -93,7 +97,7 @@ func (r TryResult) Got() bool { return r.Outcome == Acquired || r.Outcome == Rea
 
 // call is one script call: the script, its KEYS and ARGV.
 type call struct {
-	s    *redis.Script
+	s    *luascript.Script
 	keys []string
 	args []any
 }
@@ -262,7 +266,7 @@ func Leave(ctx context.Context, c redis.Scripter, k Keys, r Release, passOn bool
 	return run(ctx, leave, c, k.fair(), append(args, r.PubSub.spublish(), flag(passOn))...)
 }
 
-func run(ctx context.Context, s *redis.Script, c redis.Scripter, keys []string, args ...any) (bool, error) {
+func run(ctx context.Context, s *luascript.Script, c redis.Scripter, keys []string, args ...any) (bool, error) {
 	n, err := s.Run(ctx, c, keys, args...).Int64()
 	return n == 1, err
 }

@@ -17,6 +17,11 @@
 // nobody queued) return before the functions they do not need are built,
 // because Lua builds every function of a script on every call. Edit the
 // fragments, never scripts/: luagen's test fails when scripts/ is stale.
+// Beside each script luagen writes its SHA-1 (scripts/NAME.sha1), which
+// the package runs it by (EVALSHA, then EVAL when the server lacks it;
+// package internal/luascript): no SHA-1 is computed at run time, so
+// GODEBUG=fips140=only works, and TestScriptHashesInStep checks each hash
+// against Redis's SCRIPT LOAD.
 //
 // # Keys
 //

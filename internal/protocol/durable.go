@@ -2,20 +2,10 @@ package protocol
 
 import (
 	"context"
-	_ "embed"
 	"fmt"
 	"time"
 
 	"github.com/redis/go-redis/v9"
-)
-
-var (
-	//go:embed scripts/reissue.lua
-	reissueSrc string
-	reissue    = redis.NewScript(reissueSrc)
-	//go:embed scripts/adopt.lua
-	adoptSrc string
-	adopt    = redis.NewScript(adoptSrc)
 )
 
 // Reissue gives holder, if it still has the lock, a new Seq above both the
@@ -57,7 +47,7 @@ func AcquireAcked(ctx context.Context, c Pipeliner, k Keys, t Try, replicas int,
 	cl := t.call(k)
 	res, acked, err := acquireAcked(ctx, c, k, t, cl, replicas, timeout)
 	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
-		if err := cl.s.Load(ctx, c).Err(); err != nil {
+		if err := cl.s.Load(ctx, c); err != nil {
 			return TryResult{}, 0, err
 		}
 		res, acked, err = acquireAcked(ctx, c, k, t, cl, replicas, timeout)
