@@ -53,6 +53,8 @@
 //	fencelock:{NAME}:fence    the counter (expires after WithCounterTTL, 1h by default)
 //	fencelock:{NAME}:queue    fair waiters by arrival; expires 2s after the last ticket
 //	fencelock:{NAME}:tickets  fair waiters' tickets; likewise
+//	fencelock:{NAME}:waiting  "1" while the queue may hold a waiter; likewise
+//	fencelock:{NAME}:ahead    "1" while the counter may be above the server's clock
 //	fencelock:{NAME}:release  pub/sub channel: a release's wake-up or handoff message
 //	                          (a fair release with nobody queued publishes nothing)
 //

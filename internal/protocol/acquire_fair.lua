@@ -1,5 +1,6 @@
 -- Try to take a fair lock: a free lock goes to the live head of the queue.
--- KEYS[1] lock, KEYS[2] counter, KEYS[3] queue, KEYS[4] tickets.
+-- KEYS[1] lock, KEYS[2] counter, KEYS[3] ahead, KEYS[4] queue,
+-- KEYS[5] tickets, KEYS[6] waiting.
 -- ARGV[1] holder id, ARGV[2] ttl ms, ARGV[3] counter ttl ms ('0': forever),
 -- ARGV[4] '1' to lift the counter to the clock first, ARGV[5] ticket ttl
 -- ms, ARGV[6] this try's attempt id, '' to try without queueing.
@@ -13,15 +14,15 @@
 --
 -- This file opens its script, right after common.lua: Lua builds every
 -- function of a script on every call, and the common case (a free lock,
--- nobody queued: MGET, ZCARD, TIME, SET, SET) returns before the queue's
+-- nobody waiting: MGET, SET, SET) returns before the queue's
 -- functions are built. Every other case goes on in acquire_fair_queued.lua,
 -- after queue.lua.
-local lc = redis.call('MGET', KEYS[1], KEYS[2])
+local lc = redis.call('MGET', KEYS[1], KEYS[2], KEYS[3], KEYS[6])
 local seq, taken = holds(lc[1], ARGV[1])
 local n -- the queue's length, when the lock is free
 if not seq and not taken then
-  n = redis.call('ZCARD', KEYS[3])
+  n = lc[4] and redis.call('ZCARD', KEYS[4]) or 0 -- no waiting key: no queue
   if n == 0 then
-    return take(ARGV[1], ARGV[2], ARGV[3], ARGV[4], lc[2])
+    return take(ARGV[1], ARGV[2], ARGV[3], ARGV[4], lc[2], nil, lc[3])
   end
 end

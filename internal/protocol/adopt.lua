@@ -3,7 +3,7 @@
 -- store seq as its token's Seq (ttl kept). Redlock's quorum write-back,
 -- after an acquire, refresh or reissue, so that the node's counter and lock
 -- agree with the lease's token.
--- KEYS[1] lock, KEYS[2] counter; ARGV[1] holder id, ARGV[2] seq,
+-- KEYS[1] lock, KEYS[2] counter, KEYS[3] ahead; ARGV[1] holder id, ARGV[2] seq,
 -- ARGV[3] counter ttl ms ('0': forever).
 -- A seq that would lift the counter more than MAX_AHEAD above the clock is
 -- refused. Returns the counter afterwards.

@@ -1,5 +1,6 @@
 -- Lift a counter to at least a floor (atomic max), under the counter rule.
--- KEYS[1] lock (unused: it keeps the call in the lock's slot), KEYS[2] counter.
+-- KEYS[1] lock (unused: it keeps the call in the lock's slot), KEYS[2] counter,
+-- KEYS[3] ahead.
 -- ARGV[1] floor, ARGV[2] counter ttl ms ('0': forever).
 -- A missing counter stands at the clock (see counter_now). A floor that
 -- would lift it more than MAX_AHEAD above the clock is refused.

@@ -127,6 +127,7 @@ func fill(t *testing.T, c *redis.Client, k protocol.Keys, prefix string, n int, 
 		_, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
 			p.ZAdd(ctx, k.Queue, zs...)
 			p.HSet(ctx, k.Tickets, hs...)
+			p.Set(ctx, k.Waiting, "1", time.Minute) // as a waiter's try does
 			return nil
 		})
 		require.NoError(t, err)

@@ -31,6 +31,11 @@
 //	PREFIX{NAME}:fence    the counter: the last Seq issued (see the counter rule)
 //	PREFIX{NAME}:queue    fair waiters by arrival (sorted set, at most [MaxQueue]); expires with the last ticket
 //	PREFIX{NAME}:tickets  fair waiters' tickets (hash, see [Ticket]); likewise
+//	PREFIX{NAME}:waiting  exists while the queue may hold a waiter (set with each
+//	                      ticket, last): without it a fair try or release skips the queue
+//	PREFIX{NAME}:ahead    exists while the counter may be above the server's clock
+//	                      (store_counter): without it a try reads no clock, because
+//	                      the next Seq, one above the counter, is not above it either
 //	PREFIX{NAME}:release  the pub/sub channel: a [Message] per release that wakes or
 //	                      hands over (a fair release with nobody queued publishes none)
 //

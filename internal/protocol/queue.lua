@@ -1,5 +1,5 @@
 -- The fair queue's functions, prepended after common.lua to the scripts of
--- the fair lock (KEYS[3] queue, KEYS[4] tickets).
+-- the fair lock (KEYS[4] queue, KEYS[5] tickets).
 
 -- Tickets are "expiry_ms:ttl_ms:attempt": the waiter's place lasts until
 -- expiry_ms (server clock), the lock is handed to it with ttl_ms, and the
@@ -39,8 +39,8 @@ end
 -- drop removes the waiters ids[1..n] from the queue and their tickets.
 local function drop(ids, n)
   if n > 0 then
-    redis.call('ZREM', KEYS[3], unpack(ids, 1, n))
-    redis.call('HDEL', KEYS[4], unpack(ids, 1, n))
+    redis.call('ZREM', KEYS[4], unpack(ids, 1, n))
+    redis.call('HDEL', KEYS[5], unpack(ids, 1, n))
   end
 end
 
@@ -52,24 +52,24 @@ end
 -- when it read it, for the caller to reuse. n is the queue's length
 -- (ZCARD) when the caller read it, or nil.
 local function live_head(n)
-  n = n or redis.call('ZCARD', KEYS[3])
+  n = n or redis.call('ZCARD', KEYS[4])
   if n == 0 then -- the common case
     return nil
   end
   if n > MAX_QUEUE then
-    redis.call('UNLINK', KEYS[3], KEYS[4])
+    redis.call('UNLINK', KEYS[4], KEYS[5])
     return nil
   end
   local now = clock_us()
   local now_ms = math.floor(now / 1000)
-  local h = redis.call('ZRANGE', KEYS[3], 0, 0)[1]
-  local ttl, attempt = ticket_live(redis.call('HGET', KEYS[4], h), now_ms)
+  local h = redis.call('ZRANGE', KEYS[4], 0, 0)[1]
+  local ttl, attempt = ticket_live(redis.call('HGET', KEYS[5], h), now_ms)
   if ttl then
     return h, ttl, attempt, now
   end
   -- The head is dead: look at the next few at once.
-  local ids = redis.call('ZRANGE', KEYS[3], 0, MAX_DROP)
-  local ts = redis.call('HMGET', KEYS[4], unpack(ids))
+  local ids = redis.call('ZRANGE', KEYS[4], 0, MAX_DROP)
+  local ts = redis.call('HMGET', KEYS[5], unpack(ids))
   for i = 1, #ids do
     ttl, attempt = ticket_live(ts[i], now_ms)
     if ttl then
@@ -83,17 +83,18 @@ local function live_head(n)
 end
 
 -- enqueue puts holder in the queue (keeping its place if it is there) and
--- writes its ticket, with the claim window; both keys expire with the
+-- writes its ticket, with the claim window; both keys, and the waiting
+-- key (KEYS[6]) that tells the queue may hold someone, expire with the
 -- last ticket. A full queue first drops expired tickets at its head (as
 -- live_head does); a holder still without room gets no ticket, and
 -- enqueue returns false.
 local function enqueue(holder, ttl, ticket_ms, attempt)
-  local n = redis.call('ZCARD', KEYS[3])
+  local n = redis.call('ZCARD', KEYS[4])
   if n == 0 then
-    redis.call('UNLINK', KEYS[4]) -- tickets left without a queue are no one's
-  elseif n >= MAX_QUEUE and not redis.call('ZSCORE', KEYS[3], holder) then
+    redis.call('UNLINK', KEYS[5]) -- tickets left without a queue are no one's
+  elseif n >= MAX_QUEUE and not redis.call('ZSCORE', KEYS[4], holder) then
     live_head(n)
-    if redis.call('ZCARD', KEYS[3]) >= MAX_QUEUE then
+    if redis.call('ZCARD', KEYS[4]) >= MAX_QUEUE then
       return false
     end
   end
@@ -102,15 +103,18 @@ local function enqueue(holder, ttl, ticket_ms, attempt)
   if tonumber(ttl) > tonumber(ticket_ms) then
     claim = ticket_ms
   end
-  redis.call('ZADD', KEYS[3], 'NX', us, holder)
-  redis.call('HSET', KEYS[4], holder, fmt(math.floor(us / 1000) + tonumber(ticket_ms)) .. ':' .. claim .. ':' .. attempt)
-  redis.call('PEXPIRE', KEYS[3], ticket_ms)
+  redis.call('ZADD', KEYS[4], 'NX', us, holder)
+  redis.call('HSET', KEYS[5], holder, fmt(math.floor(us / 1000) + tonumber(ticket_ms)) .. ':' .. claim .. ':' .. attempt)
   redis.call('PEXPIRE', KEYS[4], ticket_ms)
+  redis.call('PEXPIRE', KEYS[5], ticket_ms)
+  -- Last, so it outlives both: while it is missing nobody queues, and the
+  -- uncontended try and release skip the queue.
+  redis.call('SET', KEYS[6], '1', 'PX', ticket_ms)
   return true
 end
 
 local function dequeue(holder)
-  if redis.call('ZREM', KEYS[3], holder) == 1 then
-    redis.call('HDEL', KEYS[4], holder)
+  if redis.call('ZREM', KEYS[4], holder) == 1 then
+    redis.call('HDEL', KEYS[5], holder)
   end
 end

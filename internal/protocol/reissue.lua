@@ -4,7 +4,7 @@
 -- backwards. The counter is lifted to the floor even when the holder no
 -- longer has the lock: counters only grow, and the next holder's token is
 -- then above the storage's highest Seq.
--- KEYS[1] lock, KEYS[2] counter; ARGV[1] holder id, ARGV[2] floor,
+-- KEYS[1] lock, KEYS[2] counter, KEYS[3] ahead; ARGV[1] holder id, ARGV[2] floor,
 -- ARGV[3] counter ttl ms ('0': forever).
 -- A floor that would lift the counter more than MAX_AHEAD above the clock
 -- is refused. Returns the new Seq, or 0 when the holder no longer has the
