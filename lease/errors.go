@@ -45,7 +45,7 @@ var (
 // ahead. It wraps ErrNotAcquired.
 type HeldError struct {
 	Name      string
-	Remaining time.Duration // the holder's remaining ttl; <= 0 when unknown or Queued
+	Remaining time.Duration // the holder's remaining ttl (<= 0: unknown); when Queued, 0 or a short delay before trying again
 	Queued    bool          // free, but reserved for fair waiters queued ahead
 }
 
