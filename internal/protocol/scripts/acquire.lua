@@ -97,11 +97,11 @@ local function counter_now(now, c)
 end
 
 -- next_seq is the next token Seq, which the counter takes: one more than
--- the counter (the clock itself when it is missing), lifted to the clock first
--- when clock_floor is '1'. c is as for counter_now; now is the clock
+-- the counter (the clock itself when it is missing), lifted to the clock
+-- first when clock_floor is '1'. c is as for counter_now; now is the clock
 -- (clock_us) if the script has read it already; ahead is the ahead key as
 -- read (false when missing), or nil. The clock is read only when the
--- counter is missing, may be above it, or is lifted to it (see
+-- counter may be above it, is missing or is lifted to it (see
 -- store_counter). Returns nil past 2^53-1, else the Seq and its text (fmt).
 local function next_seq(counter_ttl, clock_floor, c, now, ahead)
   if c and ahead == false and not now and clock_floor ~= '1' then
