@@ -27,7 +27,7 @@ func ExampleWrite() {
 		panic(err)
 	}
 	const lock = "example:accounts/7" // the lock and the resource it guards
-	if _, err := locks.Advance(ctx, lock, uint64(time.Now().UnixMicro())+1e12); err != nil {
+	if _, err := locks.Advance(ctx, lock, uint64(time.Now().UnixMicro())+1e10); err != nil {
 		panic(err)
 	}
 	balance := 100

@@ -10,11 +10,13 @@ import (
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/fencelock/fencelock/internal/luascript"
 	"github.com/fencelock/fencelock/lease"
 )
 
-// cadScript is the raw floor's release: compare holder, then delete.
-var cadScript = redis.NewScript(`if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`)
+// cadScript is the raw floor's release: compare holder, then delete (run
+// by the hash SCRIPT LOAD gives: no SHA-1 here, for the FIPS run).
+var cadScript = luascript.New(`if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`, "")
 
 // rawAcquireRelease is the floor a lock cannot go below with the same client:
 // SET NX PX, then compare-and-delete.

@@ -53,6 +53,8 @@
 //	fencelock:{NAME}:fence    the counter (expires after WithCounterTTL, 1h by default)
 //	fencelock:{NAME}:queue    fair waiters by arrival; expires 2s after the last ticket
 //	fencelock:{NAME}:tickets  fair waiters' tickets; likewise
+//	fencelock:{NAME}:waiting  "1" while the queue may hold a waiter; likewise
+//	fencelock:{NAME}:ahead    "1" while the counter may be above the server's clock
 //	fencelock:{NAME}:release  pub/sub channel: a release's wake-up or handoff message
 //	                          (a fair release with nobody queued publishes nothing)
 //
@@ -66,7 +68,10 @@
 // passed it. So the next token is above every token issued before,
 // whatever lifted the counter and whatever WithCounterTTL each client of
 // the lock uses. Tokens look like timestamps: about 1.8e15 today, below
-// 2^53.
+// 2^53. Nothing lifts a counter more than 24h above the server's clock:
+// Advance, Reissue (heal.Write) and the Redlock write-back refuse such a
+// floor with [ErrPoisoned], since a forged or mistyped high-water there
+// would use up the tokens left below 2^53 and retire the lock.
 //
 // Its limits: the server's clock must not step back by more than the time
 // that passed since the counter's last write (a failover to a server whose

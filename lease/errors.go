@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/fencelock/fencelock/internal/protocol"
 	"github.com/fencelock/fencelock/internal/sentinel"
 )
 
@@ -31,6 +32,12 @@ var (
 	// empty, over-long or braced lock name, a ttl below one millisecond, a bad
 	// holder id or option.
 	ErrInvalid error = sentinel.New("lease: invalid argument", nil)
+
+	// ErrPoisoned is returned by Advance, Reissue (and so heal.Write) and
+	// a quorum-fenced Redlock acquire when they would lift a counter more
+	// than 24h above the server's clock: the high-water is forged or
+	// mistyped, and would retire the lock. The counter is left as it was.
+	ErrPoisoned error = protocol.ErrPoisoned
 )
 
 // HeldError is returned by TryAcquire on one Redis when another holder has
@@ -38,7 +45,7 @@ var (
 // ahead. It wraps ErrNotAcquired.
 type HeldError struct {
 	Name      string
-	Remaining time.Duration // the holder's remaining ttl; <= 0 when unknown or Queued
+	Remaining time.Duration // the holder's remaining ttl (<= 0: unknown); when Queued, 0 or a short delay before trying again
 	Queued    bool          // free, but reserved for fair waiters queued ahead
 }
 

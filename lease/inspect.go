@@ -26,8 +26,12 @@ type Info struct {
 	// LastSeq is the counter: the last Seq issued for the name (0 if none,
 	// or if the counter was lost).
 	LastSeq uint64
-	// Queued is how many fair waiters have a place in the queue.
+	// Queued is how many fair waiters have a place in the queue (at most
+	// 1,000: a waiter that finds the queue full waits without a place).
 	Queued int
+	// QueueHead is the holder id of the queue's first waiter, "" when
+	// none: the next holder, unless its ticket expired.
+	QueueHead string
 	// Nodes is, on a quorum, each node's view in the order the nodes were
 	// given; a node that did not answer has Err set. Nil on one Redis.
 	Nodes []NodeInfo
@@ -53,6 +57,7 @@ func (c *Client) Inspect(ctx context.Context, name string) (Info, error) {
 	}
 	s, err := c.s.Inspect(ctx, name)
 	info := infoOf(name, s.Holder, s.Seq, s.TTL, s.LastSeq, s.Queued)
+	info.QueueHead = s.Head
 	for _, n := range s.Nodes {
 		ni := NodeInfo{Addr: n.Addr, Err: n.Err}
 		ni.Info = infoOf(name, n.State.Holder, n.State.Seq, n.State.TTL, n.State.LastSeq, n.State.Queued)

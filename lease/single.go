@@ -44,7 +44,7 @@ func (s *single) release(holder string) protocol.Release {
 
 func (s *single) Inspect(ctx context.Context, name string) (family.State, error) {
 	st, err := protocol.Inspect(ctx, s.rdb, s.cfg.Keys(name))
-	return family.State{Holder: st.Holder, Seq: st.Seq, TTL: st.PTTL, LastSeq: st.LastSeq, Queued: st.Queued}, err
+	return family.State{Holder: st.Holder, Seq: st.Seq, TTL: st.PTTL, LastSeq: st.LastSeq, Queued: st.Queued, Head: st.Head}, err
 }
 
 func (s *single) Advance(ctx context.Context, name string, floor uint64) (uint64, error) {

@@ -119,7 +119,8 @@
 // advance lifts the lock's counter to at least SEQ (an atomic max) and
 // prints the counter afterwards: the next token's Seq is greater. Use it
 // when a verifier has seen a higher Seq than Redis remembers (after a Redis
-// restart without persistence, a failover or an eviction).
+// restart without persistence, a failover or an eviction). A SEQ more than
+// 24h above the server's clock (in µs) is refused: it would retire the lock.
 //
 // # reset-highwater
 //

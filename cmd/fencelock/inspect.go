@@ -28,14 +28,16 @@ type state struct {
 	TTLms   int64  `json:"ttl_ms"`           // -1 when the key has no ttl
 	NoTTL   bool   `json:"no_ttl,omitempty"` // the lock's key never expires
 	Counter uint64 `json:"counter"`          // LastSeq: the last Seq issued
-	// Poisoned: the counter is more than counterbound.Ahead above the
+	// Poisoned: the counter is more than protocol.MaxAhead above the
 	// server's clock (see repair-counter).
 	Poisoned bool   `json:"poisoned,omitempty"`
-	Waiters  *int64 `json:"waiters,omitempty"` // nil when not counted
+	Waiters  *int64 `json:"waiters,omitempty"`    // nil when not counted
+	Queue    int    `json:"queue"`                // fair waiters with a place (at most 1,000)
+	Head     string `json:"queue_head,omitempty"` // the queue's first waiter
 }
 
 func stateOf(info lease.Info, waiters int64) state {
-	s := state{Holder: info.Holder, Counter: info.LastSeq, Waiters: &waiters}
+	s := state{Holder: info.Holder, Counter: info.LastSeq, Waiters: &waiters, Queue: info.Queued, Head: info.QueueHead}
 	if info.Holder != "" {
 		s.Held = true
 		s.Token = info.Token.String()
@@ -97,7 +99,7 @@ func (s state) fields() string {
 	if s.Poisoned {
 		b.WriteString(" POISONED")
 	}
-	fmt.Fprintf(&b, " waiters=%s", waiters(s.Waiters))
+	fmt.Fprintf(&b, " waiters=%s queue=%d", waiters(s.Waiters), s.Queue)
 	return b.String()
 }
 
@@ -134,6 +136,9 @@ func (v view) print(w io.Writer) {
 		fmt.Fprintf(w, "holder    (free)\n")
 	}
 	fmt.Fprintf(w, "counter   %d%s\nwaiters   %s\n", v.Counter, poisonNote(v.Poisoned), waiters(v.Waiters))
+	if v.Queue > 0 {
+		fmt.Fprintf(w, "queue     %d (head %q)\n", v.Queue, v.Head)
+	}
 }
 
 func printJSON(w io.Writer, v any) {

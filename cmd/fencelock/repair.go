@@ -12,7 +12,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fencelock/fencelock/fence"
-	"github.com/fencelock/fencelock/internal/counterbound"
 	"github.com/fencelock/fencelock/internal/protocol"
 )
 
@@ -26,14 +25,14 @@ const repairUsage = `  repair-counter  lower lock NAME's counter to the server's
              --yes           make the change
 `
 
-// aheadText is counterbound.Ahead as the help text and the doc say it.
+// aheadText is protocol.MaxAhead as the help text and the doc say it.
 const aheadText = "24h"
 
 // counterRepair is what repair-counter found and did on one Redis.
 type counterRepair struct {
 	Addr    string `json:"addr"`
 	Counter uint64 `json:"counter"` // before
-	Limit   uint64 `json:"limit"`   // the server's clock + counterbound.Ahead, in µs
+	Limit   uint64 `json:"limit"`   // the server's clock + protocol.MaxAhead, in µs
 	Held    bool   `json:"held"`
 	After   uint64 `json:"after"`
 	Done    bool   `json:"done"`
@@ -89,7 +88,7 @@ func (g *globals) repairCounter(args []string) int {
 			status = g.fail(exitFailure, "repair-counter %q on %s: the lock is held, with a token from the poisoned counter: "+
 				"run again once it is released (or its ttl ran out)", name, r.Addr)
 		case !r.Done:
-			fmt.Fprintf(g.stdout, "after     about %d, the server's clock (not done: add --yes)\n", r.Limit-uint64(counterbound.Ahead/time.Microsecond))
+			fmt.Fprintf(g.stdout, "after     about %d, the server's clock (not done: add --yes)\n", r.Limit-uint64(protocol.MaxAhead/time.Microsecond))
 		default:
 			fmt.Fprintf(g.stdout, "after     %d\n", r.After)
 			fmt.Fprintf(g.stdout, "next      reset-highwater %s RESOURCE for each resource whose high-water is above %d\n", name, r.After)
@@ -136,11 +135,11 @@ func repairOn(ctx context.Context, rdb redis.UniversalClient, keys protocol.Keys
 		if err != nil {
 			return err
 		}
-		r.Counter, r.Limit, r.Held, r.After = counter, counterbound.Limit(now), held > 0, counter
+		r.Counter, r.Limit, r.Held, r.After = counter, protocol.CounterLimit(now), held > 0, counter
 		if !r.poisoned() || r.Held || !yes {
 			return nil
 		}
-		to := counterbound.Micros(now)
+		to := protocol.Micros(now)
 		_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
 			p.Set(ctx, keys.Counter, to, redis.KeepTTL)
 			return nil
@@ -156,7 +155,7 @@ func repairOn(ctx context.Context, rdb redis.UniversalClient, keys protocol.Keys
 	return r, err
 }
 
-// poisoned reports whether counter is more than counterbound.Ahead above
+// poisoned reports whether counter is more than protocol.MaxAhead above
 // rdb's clock.
 func poisoned(ctx context.Context, rdb redis.UniversalClient, counter uint64) (bool, error) {
 	if counter == 0 {
@@ -166,7 +165,7 @@ func poisoned(ctx context.Context, rdb redis.UniversalClient, counter uint64) (b
 	if err != nil {
 		return false, fmt.Errorf("read the server's clock: %w", err)
 	}
-	return counter > counterbound.Limit(now), nil
+	return counter > protocol.CounterLimit(now), nil
 }
 
 // poisonNote is what inspect prints after a poisoned counter.

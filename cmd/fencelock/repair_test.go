@@ -14,7 +14,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fencelock/fencelock/fence"
-	"github.com/fencelock/fencelock/internal/counterbound"
 	"github.com/fencelock/fencelock/internal/protocol"
 	"github.com/fencelock/fencelock/internal/testenv"
 	"github.com/fencelock/fencelock/verifier"
@@ -79,7 +78,7 @@ func TestRepairCounter(t *testing.T) {
 	v = inspectJSON(t, on(name)...)
 	assert.False(t, v.Poisoned)
 	assert.NotContains(t, fl(t, "", on("doctor", "--json")...).stdout, name)
-	assert.LessOrEqual(t, v.Counter, counterbound.Micros(time.Now().Add(time.Minute)), "at the server's clock")
+	assert.LessOrEqual(t, v.Counter, protocol.Micros(time.Now().Add(time.Minute)), "at the server's clock")
 
 	dir := t.TempDir()
 	p, text := holder(t, dir, on("run", "--ttl", "20s", name)...)
@@ -119,7 +118,7 @@ func TestRepairCounterHeld(t *testing.T) {
 func TestCounterBoundStated(t *testing.T) {
 	d, err := time.ParseDuration(aheadText)
 	require.NoError(t, err)
-	assert.Equal(t, counterbound.Ahead, d)
+	assert.Equal(t, protocol.MaxAhead, d)
 }
 
 // stopHolder ends a holder started in dir and checks it exited 0.

@@ -110,6 +110,7 @@ type State struct {
 	TTL     time.Duration
 	LastSeq uint64
 	Queued  int
+	Head    string // the fair queue's first waiter, "" when none
 	// Nodes is each node's own view, for a quorum of masters.
 	Nodes []NodeState
 }

@@ -11,10 +11,13 @@ if taken then
   end
   return {0, redis.call('PTTL', KEYS[1])}
 end
-local head, _, _, now = live_head(true)
-if head and head ~= ARGV[1] then
+local head, _, _, now, more = live_head(n)
+if more or (head and head ~= ARGV[1]) then
   if ARGV[6] ~= '' then
     enqueue(ARGV[1], ARGV[2], ARGV[5], ARGV[6])
+  end
+  if more then
+    return {3, 1}
   end
   return {3, 0}
 end

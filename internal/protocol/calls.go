@@ -2,7 +2,7 @@ package protocol
 
 import (
 	"context"
-	_ "embed"
+	"embed"
 	"errors"
 	"fmt"
 	"math"
@@ -12,39 +12,43 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/fencelock/fencelock/internal/luascript"
 )
 
 //go:generate go run ./luagen
 
-// The scripts, each embedded whole from scripts/, which luagen writes from
-// the fragments beside this file (see the package doc).
+// The scripts, each embedded whole from scripts/ with the SHA-1 that
+// luagen wrote beside it (see the package doc): no SHA-1 is computed at
+// run time.
 var (
-	//go:embed scripts/acquire.lua
-	acquireSrc string
-	//go:embed scripts/acquire_fair.lua
-	acquireFairSrc string
-	//go:embed scripts/refresh.lua
-	refreshSrc string
-	//go:embed scripts/release.lua
-	releaseSrc string
-	//go:embed scripts/release_fair.lua
-	releaseFairSrc string
-	//go:embed scripts/leave.lua
-	leaveSrc string
-	//go:embed scripts/inspect.lua
-	inspectSrc string
-	//go:embed scripts/advance.lua
-	advanceSrc string
-
-	acquire     = redis.NewScript(acquireSrc)
-	acquireFair = redis.NewScript(acquireFairSrc)
-	refresh     = redis.NewScript(refreshSrc)
-	release     = redis.NewScript(releaseSrc)
-	releaseFair = redis.NewScript(releaseFairSrc)
-	leave       = redis.NewScript(leaveSrc)
-	inspect     = redis.NewScript(inspectSrc)
-	advance     = redis.NewScript(advanceSrc)
+	acquire     = script("acquire")
+	acquireFair = script("acquire_fair")
+	refresh     = script("refresh")
+	release     = script("release")
+	releaseFair = script("release_fair")
+	leave       = script("leave")
+	inspect     = script("inspect")
+	advance     = script("advance")
+	reissue     = script("reissue")
+	adopt       = script("adopt")
 )
+
+//go:embed scripts/*.lua scripts/*.sha1
+var scriptFiles embed.FS
+
+// script is scripts/NAME.lua, run by the hash in scripts/NAME.sha1.
+func script(name string) *luascript.Script {
+	src, err := scriptFiles.ReadFile("scripts/" + name + ".lua")
+	if err != nil {
+		panic(err) // embedded: only a build without scripts/ gets here
+	}
+	sha, err := scriptFiles.ReadFile("scripts/" + name + ".sha1")
+	if err != nil {
+		panic(err)
+	}
+	return luascript.New(string(src), strings.TrimSpace(string(sha)))
+}
 
 // Try is one try to take a lock.
 type Try struct {
@@ -82,8 +86,11 @@ const (
 // TryResult is a try's reply: {outcome, seq or pttl}.
 type TryResult struct {
 	Outcome Outcome
-	Seq     uint64        // when got; 0 for an unfenced lock
-	PTTL    time.Duration // when Held: the holder's remaining ttl (<0: none)
+	Seq     uint64 // when got; 0 for an unfenced lock
+	// PTTL, when Held, is the holder's remaining ttl (<0: none); when
+	// Reserved, 0, or the wait before the next try while the queue's
+	// expired tickets are being dropped (a few per call).
+	PTTL time.Duration
 }
 
 // Got reports whether the try took or kept the lock.
@@ -91,7 +98,7 @@ func (r TryResult) Got() bool { return r.Outcome == Acquired || r.Outcome == Rea
 
 // call is one script call: the script, its KEYS and ARGV.
 type call struct {
-	s    *redis.Script
+	s    *luascript.Script
 	keys []string
 	args []any
 }
@@ -159,7 +166,8 @@ func ParseTryReply(reply any) (TryResult, error) {
 	case Held:
 		return TryResult{Outcome: Held, PTTL: time.Duration(n) * time.Millisecond}, nil
 	case Reserved:
-		return TryResult{Outcome: Reserved}, nil
+		// n > 0: the queue's head is not known yet; try again in n ms.
+		return TryResult{Outcome: Reserved, PTTL: time.Duration(max(n, 0)) * time.Millisecond}, nil
 	}
 	return TryResult{}, fmt.Errorf("acquire script: unexpected reply %v", reply)
 }
@@ -259,18 +267,19 @@ func Leave(ctx context.Context, c redis.Scripter, k Keys, r Release, passOn bool
 	return run(ctx, leave, c, k.fair(), append(args, r.PubSub.spublish(), flag(passOn))...)
 }
 
-func run(ctx context.Context, s *redis.Script, c redis.Scripter, keys []string, args ...any) (bool, error) {
+func run(ctx context.Context, s *luascript.Script, c redis.Scripter, keys []string, args ...any) (bool, error) {
 	n, err := s.Run(ctx, c, keys, args...).Int64()
 	return n == 1, err
 }
 
 // Advance lifts the counter to at least floor (an atomic max, under the
 // counter rule) and returns its value afterwards. A missing counter stands
-// at the clock, so the value may be above floor.
+// at the clock, so the value may be above floor. A floor more than
+// [MaxAhead] above the server's clock is refused with [ErrPoisoned].
 func Advance(ctx context.Context, c redis.Scripter, k Keys, floor uint64, counter Counter) (uint64, error) {
 	n, err := advance.Run(ctx, c, k.lockCounter(), floor, ms(counter.TTL)).Int64()
 	if err != nil {
-		return 0, err
+		return 0, counterErr(err)
 	}
 	return uint64(n), nil
 }
@@ -282,6 +291,10 @@ type State struct {
 	PTTL    time.Duration // remaining ttl; 0 when free, NoTTL when the lock key has none
 	LastSeq uint64        // the counter: the last Seq issued (0 when absent)
 	Queued  int           // fair waiters in the queue, live or not yet dropped
+	Head    string        // the queue's first waiter ("" when none), live or not
+	// HeadTicket is Head's ticket; the zero Ticket when it has none or it
+	// does not parse (a waiter the next fair call drops).
+	HeadTicket Ticket
 }
 
 // NoTTL is State.PTTL for a lock key without a ttl, which never expires:
@@ -290,11 +303,11 @@ const NoTTL time.Duration = math.MaxInt64
 
 // Inspect reads the lock's state in one atomic step.
 func Inspect(ctx context.Context, c redis.Scripter, k Keys) (State, error) {
-	v, err := inspect.Run(ctx, c, []string{k.Lock, k.Counter, k.Queue}).Slice()
+	v, err := inspect.Run(ctx, c, k.fair()).Slice()
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return State{}, err
 	}
-	if len(v) != 4 {
+	if len(v) != 6 {
 		return State{}, fmt.Errorf("inspect script: unexpected reply %v", v)
 	}
 	var s State
@@ -318,6 +331,10 @@ func Inspect(ctx context.Context, c redis.Scripter, k Keys) (State, error) {
 	}
 	q, _ := v[3].(int64)
 	s.Queued = int(q)
+	s.Head, _ = v[4].(string)
+	if t, ok := v[5].(string); ok {
+		s.HeadTicket, _ = ParseTicket(t)
+	}
 	return s, nil
 }
 

@@ -17,6 +17,11 @@
 // nobody queued) return before the functions they do not need are built,
 // because Lua builds every function of a script on every call. Edit the
 // fragments, never scripts/: luagen's test fails when scripts/ is stale.
+// Beside each script luagen writes its SHA-1 (scripts/NAME.sha1), which
+// the package runs it by (EVALSHA, then EVAL when the server lacks it;
+// package internal/luascript): no SHA-1 is computed at run time, so
+// GODEBUG=fips140=only works, and TestScriptHashesInStep checks each hash
+// against Redis's SCRIPT LOAD.
 //
 // # Keys
 //
@@ -24,8 +29,13 @@
 //
 //	PREFIX{NAME}          the lock: "holder:seq", with the lease's ttl
 //	PREFIX{NAME}:fence    the counter: the last Seq issued (see the counter rule)
-//	PREFIX{NAME}:queue    fair waiters by arrival (sorted set); expires with the last ticket
+//	PREFIX{NAME}:queue    fair waiters by arrival (sorted set, at most [MaxQueue]); expires with the last ticket
 //	PREFIX{NAME}:tickets  fair waiters' tickets (hash, see [Ticket]); likewise
+//	PREFIX{NAME}:waiting  exists while the queue may hold a waiter (set with each
+//	                      ticket, last): without it a fair try or release skips the queue
+//	PREFIX{NAME}:ahead    exists while the counter may be above the server's clock
+//	                      (store_counter): without it a try reads no clock, because
+//	                      the next Seq, one above the counter, is not above it either
 //	PREFIX{NAME}:release  the pub/sub channel: a [Message] per release that wakes or
 //	                      hands over (a fair release with nobody queued publishes none)
 //
@@ -98,6 +108,11 @@
 //     reaches Redis after its process died (a try sent just before, or
 //     the refresh of a handoff read late) acts for it as a holder's
 //     would, and the lock then lasts that request's ttl.
+//
+// Bounded work: no script call's cost grows with what other clients left
+// or wrote, because Redis serves no one else meanwhile. The queue holds at
+// most [MaxQueue] waiters and a call drops at most [MaxDrop] expired
+// tickets (see their doc for what happens past each).
 //
 // A pause after a lease is returned is Kleppmann's case, which no lock
 // protocol can cover: the verifier at the storage does.

@@ -2,39 +2,33 @@ package protocol
 
 import (
 	"context"
-	_ "embed"
 	"fmt"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 )
 
-var (
-	//go:embed scripts/reissue.lua
-	reissueSrc string
-	reissue    = redis.NewScript(reissueSrc)
-	//go:embed scripts/adopt.lua
-	adoptSrc string
-	adopt    = redis.NewScript(adoptSrc)
-)
-
 // Reissue gives holder, if it still has the lock, a new Seq above both the
 // counter and floor, keeping the lock and its ttl. It returns 0 when the
 // holder no longer has the lock (the counter is lifted to floor anyway).
+// A floor more than [MaxAhead] above the server's clock is refused with
+// [ErrPoisoned].
 func Reissue(ctx context.Context, c redis.Scripter, k Keys, holder string, floor uint64, counter Counter) (uint64, error) {
 	n, err := reissue.Run(ctx, c, k.lockCounter(), holder, floor, ms(counter.TTL)).Int64()
 	if err != nil {
-		return 0, err
+		return 0, counterErr(err)
 	}
 	return uint64(n), nil
 }
 
 // Adopt lifts the counter to at least seq and, if holder has the lock,
-// makes seq its token's Seq; it returns the counter afterwards.
+// makes seq its token's Seq; it returns the counter afterwards. A seq more
+// than [MaxAhead] above the server's clock, and above the counter, is
+// refused with [ErrPoisoned].
 func Adopt(ctx context.Context, c redis.Scripter, k Keys, holder string, seq uint64, counter Counter) (uint64, error) {
 	n, err := adopt.Run(ctx, c, k.lockCounter(), holder, seq, ms(counter.TTL)).Int64()
 	if err != nil {
-		return 0, err
+		return 0, counterErr(err)
 	}
 	return uint64(n), nil
 }
@@ -53,7 +47,7 @@ func AcquireAcked(ctx context.Context, c Pipeliner, k Keys, t Try, replicas int,
 	cl := t.call(k)
 	res, acked, err := acquireAcked(ctx, c, k, t, cl, replicas, timeout)
 	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
-		if err := cl.s.Load(ctx, c).Err(); err != nil {
+		if err := cl.s.Load(ctx, c); err != nil {
 			return TryResult{}, 0, err
 		}
 		res, acked, err = acquireAcked(ctx, c, k, t, cl, replicas, timeout)

@@ -4,13 +4,18 @@
 -- hand_off lets go of the lock, which the caller holds: it gives it to the
 -- live head of the queue with a new token (overwriting the caller's value)
 -- for its ticket's ttl, the claim window (see queue.lua), and tells it so,
--- "holder:seq:attempt", or deletes it when nobody waits.
+-- "holder:seq:attempt", or deletes it when nobody waits. When live_head
+-- dropped expired tickets without finding the head, it deletes the lock
+-- and publishes a plain wake-up: the waiters' tries drop the rest.
 -- Past 2^53-1 it returns an error reply and changes nothing but the
--- expired tickets it dropped; else nil. queued is as for live_head.
-local function hand_off(channel, counter_ttl, clock_floor, sharded, queued)
-  local head, ttl, attempt, now = live_head(queued)
+-- expired tickets it dropped; else nil. n is as for live_head.
+local function hand_off(channel, counter_ttl, clock_floor, sharded, n)
+  local head, ttl, attempt, now, more = live_head(n)
   if not head then
     redis.call('DEL', KEYS[1])
+    if more then
+      publish(channel, '', sharded)
+    end
     return nil
   end
   local seq, s = next_seq(counter_ttl, clock_floor, nil, now)

@@ -10,24 +10,32 @@ type Keys struct {
 	Queue   string // PREFIX{NAME}:queue: fair waiters by arrival (sorted set)
 	Tickets string // PREFIX{NAME}:tickets: fair waiters' tickets (hash)
 	Channel string // PREFIX{NAME}:release: pub/sub channel, a message per release
+	// Ahead, PREFIX{NAME}:ahead, exists while the counter may be above the
+	// server's clock; while it is missing a try needs no clock.
+	Ahead string
+	// Waiting, PREFIX{NAME}:waiting, exists while the queue may hold a
+	// waiter; while it is missing a fair try and release skip the queue.
+	Waiting string
 }
 
 // KeysFor returns the keys of lock name under prefix. The name must have
 // passed fence.ValidateKey (no braces).
 //
 // The keys are slices of one string, built with one allocation instead of
-// five: Lock is the start of Counter.
+// seven: Lock is the start of Counter.
 func KeysFor(prefix, name string) Keys {
 	const (
 		fenceSfx   = ":fence"
 		queueSfx   = ":queue"
 		ticketsSfx = ":tickets"
 		releaseSfx = ":release"
+		aheadSfx   = ":ahead"
+		waitingSfx = ":waiting"
 	)
 	n := len(prefix) + len(name) + 2 // PREFIX{NAME}
 	var b strings.Builder
-	b.Grow(4*n + len(fenceSfx) + len(queueSfx) + len(ticketsSfx) + len(releaseSfx))
-	for _, sfx := range [...]string{fenceSfx, queueSfx, ticketsSfx, releaseSfx} {
+	b.Grow(6*n + len(fenceSfx) + len(queueSfx) + len(ticketsSfx) + len(releaseSfx) + len(aheadSfx) + len(waitingSfx))
+	for _, sfx := range [...]string{fenceSfx, queueSfx, ticketsSfx, releaseSfx, aheadSfx, waitingSfx} {
 		b.WriteString(prefix)
 		b.WriteByte('{')
 		b.WriteString(name)
@@ -37,12 +45,16 @@ func KeysFor(prefix, name string) Keys {
 	s := b.String()
 	counter, s := s[:n+len(fenceSfx)], s[n+len(fenceSfx):]
 	queue, s := s[:n+len(queueSfx)], s[n+len(queueSfx):]
-	tickets, channel := s[:n+len(ticketsSfx)], s[n+len(ticketsSfx):]
-	return Keys{Lock: counter[:n], Counter: counter, Queue: queue, Tickets: tickets, Channel: channel}
+	tickets, s := s[:n+len(ticketsSfx)], s[n+len(ticketsSfx):]
+	channel, s := s[:n+len(releaseSfx)], s[n+len(releaseSfx):]
+	ahead, waiting := s[:n+len(aheadSfx)], s[n+len(aheadSfx):]
+	return Keys{Lock: counter[:n], Counter: counter, Queue: queue, Tickets: tickets, Channel: channel, Ahead: ahead, Waiting: waiting}
 }
 
 // lockCounter is the KEYS of the scripts that touch the lock and its counter.
-func (k Keys) lockCounter() []string { return []string{k.Lock, k.Counter} }
+func (k Keys) lockCounter() []string { return []string{k.Lock, k.Counter, k.Ahead} }
 
 // fair is the KEYS of the fair lock's scripts.
-func (k Keys) fair() []string { return []string{k.Lock, k.Counter, k.Queue, k.Tickets} }
+func (k Keys) fair() []string {
+	return []string{k.Lock, k.Counter, k.Ahead, k.Queue, k.Tickets, k.Waiting}
+}

@@ -196,12 +196,14 @@ func TestKeysFor(t *testing.T) {
 		Queue:   "app:{orders/42}:queue",
 		Tickets: "app:{orders/42}:tickets",
 		Channel: "app:{orders/42}:release",
+		Ahead:   "app:{orders/42}:ahead",
+		Waiting: "app:{orders/42}:waiting",
 	}, k)
 	for _, c := range []struct{ prefix, name string }{
 		{"fencelock:", "x"}, {"", "x"}, {"a:b:", "with:colons"}, {"p", "ünïcode name"},
 	} {
 		k := protocol.KeysFor(c.prefix, c.name)
-		all := []string{k.Lock, k.Counter, k.Queue, k.Tickets, k.Channel}
+		all := []string{k.Lock, k.Counter, k.Queue, k.Tickets, k.Channel, k.Ahead, k.Waiting}
 		seen := map[string]bool{}
 		for _, key := range all {
 			assert.Equal(t, c.name, hashTag(key), "%q: one slot for all keys", key)

@@ -263,6 +263,7 @@ func deadTicket(t testing.TB, k protocol.Keys, holder string, score float64) {
 	tk := protocol.Ticket{Expires: time.UnixMilli(int64(clockUS(t)/1000) - 1000), TTL: 5 * time.Second, Attempt: 5}
 	require.NoError(t, rdb.ZAdd(t.Context(), k.Queue, redis.Z{Score: score, Member: holder}).Err())
 	require.NoError(t, rdb.HSet(t.Context(), k.Tickets, holder, tk.String()).Err())
+	require.NoError(t, rdb.Set(t.Context(), k.Waiting, "1", time.Minute).Err()) // as its try did
 }
 
 func TestLiveHeadDropsExpiredTickets(t *testing.T) {
@@ -272,7 +273,19 @@ func TestLiveHeadDropsExpiredTickets(t *testing.T) {
 	deadTicket(t, k, "dead2", 2)
 	// A queue entry without a ticket counts as expired too.
 	require.NoError(t, rdb.ZAdd(ctx, k.Queue, redis.Z{Score: 3, Member: "noticket"}).Err())
+	// Without the waiting key (a queue no fair try wrote), nobody looks
+	// at the queue.
+	require.NoError(t, rdb.Del(ctx, k.Waiting).Err())
 	res, err := protocol.Acquire(ctx, rdb, k, fairTry("x", 5*time.Second, 1))
+	require.NoError(t, err)
+	assert.Equal(t, protocol.Acquired, res.Outcome)
+	q, _ := queued(t, k)
+	assert.Len(t, q, 3, "the queue was not looked at")
+	ok, err := protocol.Unlock(ctx, rdb, k, protocol.Release{Holder: "x", Fair: true, Counter: counter, PubSub: protocol.PubSubClassic})
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.NoError(t, rdb.Set(ctx, k.Waiting, "1", time.Minute).Err())
+	res, err = protocol.Acquire(ctx, rdb, k, fairTry("x", 5*time.Second, 1))
 	require.NoError(t, err)
 	assert.Equal(t, protocol.Acquired, res.Outcome, "no live head: the lock is free for anyone")
 	q, tickets := queued(t, k)
@@ -287,7 +300,7 @@ func TestLiveHeadDropsExpiredTickets(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, protocol.Held, res.Outcome)
 	sub := subscribe(t, k2, false)
-	ok, err := protocol.Unlock(ctx, rdb, k2, protocol.Release{Holder: "h", Fair: true, Counter: counter, PubSub: protocol.PubSubClassic})
+	ok, err = protocol.Unlock(ctx, rdb, k2, protocol.Release{Holder: "h", Fair: true, Counter: counter, PubSub: protocol.PubSubClassic})
 	require.NoError(t, err)
 	require.True(t, ok)
 	m := sub.message()
@@ -644,6 +657,9 @@ func TestInspect(t *testing.T) {
 	within(t, 10*time.Second, st.PTTL, time.Second, "PTTL")
 	assert.Equal(t, seq+7, st.LastSeq)
 	assert.Equal(t, 3, st.Queued)
+	assert.Equal(t, "w1", st.Head, "the queue's head")
+	assert.Equal(t, protocol.Attempt(1), st.HeadTicket.Attempt, "the head's ticket")
+	assert.Equal(t, time.Second, st.HeadTicket.TTL, "the head's claim window")
 
 	// Free, with the counter left.
 	require.NoError(t, rdb.Del(ctx, k.Lock, k.Queue, k.Tickets).Err())

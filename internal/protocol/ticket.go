@@ -12,6 +12,25 @@ import (
 // that died drops out of the queue within TicketTTL.
 const TicketTTL = 2 * time.Second
 
+// The fair queue's bounds, so that no script call's cost grows with what
+// other clients left in the queue (queue.lua's MAX_QUEUE and MAX_DROP):
+//
+//   - MaxQueue waiters hold a ticket at once. A waiter that finds the
+//     queue full waits without one, polling as a queued waiter does, and
+//     queues when a place frees. A longer queue can only have been
+//     written by another client than fencelock's scripts: the next fair
+//     call drops it whole (UNLINK, freed off Redis's main thread), and the
+//     live waiters queue again with their next try.
+//   - A call drops at most MaxDrop expired tickets. A release that drops
+//     that many without finding a live waiter frees the lock and wakes
+//     the waiters, whose tries drop the rest (a try told the head is not
+//     known yet tries again within a millisecond), so dead tickets cost
+//     the live waiters MaxQueue/MaxDrop quick calls at most.
+const (
+	MaxQueue = 1000
+	MaxDrop  = 100
+)
+
 // Ticket is a fair waiter's entry in the lock's tickets hash:
 // "expiry_ms:ttl_ms:attempt", written by the fair try (acquire_fair.lua)
 // and read by the release that hands the lock on.

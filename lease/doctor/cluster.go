@@ -67,7 +67,7 @@ func checkCluster(ctx context.Context, c *redis.ClusterClient, cfg *config) ([]F
 // keys and channel hash.
 func slotFinding(ctx context.Context, c *redis.ClusterClient, cfg *config) (Finding, error) {
 	k := protocol.KeysFor(cfg.prefix, cfg.name)
-	names := []string{k.Lock, k.Counter, k.Queue, k.Tickets, k.Channel}
+	names := []string{k.Lock, k.Counter, k.Queue, k.Tickets, k.Channel, k.Ahead, k.Waiting}
 	slots := make([]int64, len(names))
 	for i, key := range names {
 		s, err := c.ClusterKeySlot(ctx, key).Result()

@@ -8,7 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/fencelock/fencelock/internal/counterbound"
+	"github.com/fencelock/fencelock/internal/protocol"
 )
 
 // Bounds of the counters check, per server: SCAN calls of scanCount keys
@@ -27,14 +27,14 @@ type poisonedCounter struct {
 }
 
 // counterFindings scans the server's lock counters (PREFIX{NAME}:fence)
-// for poisoned ones: more than counterbound.Ahead above the server's
+// for poisoned ones: more than protocol.MaxAhead above the server's
 // clock, which no counter that follows the clock reaches.
 func counterFindings(ctx context.Context, n *redis.Client, cfg *config) ([]Finding, error) {
 	now, err := n.Time(ctx).Result()
 	if err != nil {
 		return nil, refused(CheckCounters, "TIME", fmt.Errorf("TIME: %w", err))
 	}
-	limit := counterbound.Limit(now)
+	limit := protocol.CounterLimit(now)
 	match := globEscape(cfg.prefix) + "{*}:fence"
 	var (
 		cursor   uint64
@@ -95,7 +95,7 @@ func counterFindings(ctx context.Context, n *redis.Client, cfg *config) ([]Findi
 	}
 	return []Finding{{Check: CheckCounters, Severity: Danger,
 		Finding: fmt.Sprintf("%d of %s are more than %v above the server's clock (poisoned): %s",
-			len(bad), scope, counterbound.Ahead, strings.Join(names, ", ")),
+			len(bad), scope, protocol.MaxAhead, strings.Join(names, ", ")),
 		Consequence: "A forged or mistyped number lifted them (Advance, heal.Write with a forged token); no counter " +
 			"that follows the clock gets there. Their tokens only grow toward 2^53-1, where every acquire of the " +
 			"lock fails, and the verifiers that accepted them refuse every holder after a repair.",

@@ -13,6 +13,7 @@ import (
 
 	"github.com/fencelock/fencelock/fence"
 	"github.com/fencelock/fencelock/internal/isnil"
+	"github.com/fencelock/fencelock/internal/luascript"
 	"github.com/fencelock/fencelock/observe"
 	"github.com/fencelock/fencelock/verifier"
 	"github.com/fencelock/fencelock/verifier/internal/scaffold"
@@ -32,10 +33,12 @@ var (
 	//go:embed reset.lua
 	resetSrc string
 
-	fencedScript  = redis.NewScript(checkSrc + "\n" + fencedSrc)
-	highestScript = redis.NewScript(highestSrc)
-	moveScript    = redis.NewScript(moveSrc)
-	resetScript   = redis.NewScript(resetSrc)
+	// Run by the SHA-1 the server gives on first use: none is computed
+	// here (GODEBUG=fips140=only refuses crypto/sha1).
+	fencedScript  = luascript.New(checkSrc+"\n"+fencedSrc, "")
+	highestScript = luascript.New(highestSrc, "")
+	moveScript    = luascript.New(moveSrc, "")
+	resetScript   = luascript.New(resetSrc, "")
 )
 
 // DefaultPrefix is the prefix of high-water keys unless [WithPrefix] says
@@ -248,7 +251,7 @@ func (v *Verifier) Reset(ctx context.Context, resource string, to fence.Token) e
 
 // run executes a fenced script: KEYS = [high-water, keys...], ARGV = [seq,
 // holder, lock, args...]. It returns the script's result on acceptance.
-func (v *Verifier) run(ctx context.Context, s *redis.Script, resource string, tok fence.Token, keys []string, args ...any) (reply any, err error) {
+func (v *Verifier) run(ctx context.Context, s *luascript.Script, resource string, tok fence.Token, keys []string, args ...any) (reply any, err error) {
 	err = kind.Check(ctx, v.b(), resource, tok, func(c scaffold.Claim) error {
 		reply, err = v.check(ctx, s, c, keys, args...)
 		return err
@@ -257,7 +260,7 @@ func (v *Verifier) run(ctx context.Context, s *redis.Script, resource string, to
 }
 
 // check runs s for c, whose resource and token are valid.
-func (v *Verifier) check(ctx context.Context, s *redis.Script, c scaffold.Claim, keys []string, args ...any) (any, error) {
+func (v *Verifier) check(ctx context.Context, s *luascript.Script, c scaffold.Claim, keys []string, args ...any) (any, error) {
 	resource, tok := c.Resource(), c.Token()
 	hw := v.Key(resource)
 	for _, k := range keys {

@@ -4,16 +4,15 @@ import (
 	"context"
 	"strings"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/fencelock/fencelock/fence"
+	"github.com/fencelock/fencelock/internal/luascript"
 )
 
 // Script is a caller's own Lua write, fenced: each Run checks the token and
 // runs the write in one script, only when the token is accepted.
 type Script struct {
 	v *Verifier
-	s *redis.Script
+	s *luascript.Script
 }
 
 // NewScript fences the Lua code body. body is the inside of a function
@@ -53,7 +52,7 @@ func (v *Verifier) NewScript(body string) (*Script, error) {
 	src.WriteString(checkSrc)
 	src.WriteString("\n")
 	src.WriteString(customSrc)
-	return &Script{v: v, s: redis.NewScript(src.String())}, nil
+	return &Script{v: v, s: luascript.New(src.String(), "")}, nil
 }
 
 // Run runs the script's write with keys and args if tok is accepted for

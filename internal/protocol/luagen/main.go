@@ -5,6 +5,11 @@
 // `go generate ./internal/protocol`; the files it writes are committed,
 // and TestGeneratedScriptsUpToDate fails when they are out of date.
 //
+// Beside each script NAME.lua it writes NAME.sha1, the script's SHA-1 in
+// hex (what Redis's SCRIPT LOAD returns), so that the library runs it by
+// EVALSHA without computing SHA-1 at run time (GODEBUG=fips140=only
+// refuses crypto/sha1 there; luagen runs only at generation time).
+//
 // A whole script opens with its own file's first comment paragraph (its
 // KEYS, ARGV and reply), then has the parts in the order listed in
 // [scripts], each under a line naming the fragment it comes from. The
@@ -19,6 +24,8 @@ package main
 
 import (
 	"bytes"
+	"crypto/sha1"
+	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -75,6 +82,8 @@ func generate(src fs.FS) (map[string][]byte, error) {
 			return nil, fmt.Errorf("%s: %w", s.name, err)
 		}
 		out[s.name+".lua"] = b
+		sum := sha1.Sum(b)
+		out[s.name+".sha1"] = []byte(hex.EncodeToString(sum[:]) + "\n")
 	}
 	return out, nil
 }
@@ -142,7 +151,7 @@ func splitHeader(text string) (header, rest string) {
 	return strings.Join(lines[:i], ""), strings.Join(lines[i:], "")
 }
 
-// write replaces dir's .lua files with files.
+// write replaces dir's .lua and .sha1 files with files.
 func write(dir string, files map[string][]byte) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -151,6 +160,11 @@ func write(dir string, files map[string][]byte) error {
 	if err != nil {
 		return err
 	}
+	hashes, err := filepath.Glob(filepath.Join(dir, "*.sha1"))
+	if err != nil {
+		return err
+	}
+	old = append(old, hashes...)
 	for _, f := range old {
 		if _, keep := files[filepath.Base(f)]; !keep {
 			if err := os.Remove(f); err != nil {

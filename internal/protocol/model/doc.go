@@ -153,6 +153,16 @@
 // 30 ticks with four clients, three Acquires each and every kind of
 // fault, and 10,000 more with the ttl above the ticket lifetime.
 //
+// The waiting and ahead keys (see package protocol's doc) are not modelled:
+// each only lets a script skip a read (the queue, the clock) whose result
+// it implies, so the scripts' replies and writes are the model's either
+// way, which the replay checks with them in place.
+//
+// The model's queue (at most 12 waiters) stays below protocol.MaxDrop and
+// MaxQueue, so live_head drops every expired ticket at once there, as the
+// model's liveHead does; the bounds are tested on a real Redis
+// (TestBoundedWorkHostileQueue, TestFullQueue).
+//
 // Nothing here covers a pause after Acquire returns (Kleppmann's case,
 // the verifier's job), clock drift between client and server beyond
 // Config.Drift, a refresh that fails with an I/O error (handedOff then

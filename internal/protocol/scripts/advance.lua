@@ -3,9 +3,11 @@
 -- then run go generate ./internal/protocol.
 --
 -- Lift a counter to at least a floor (atomic max), under the counter rule.
--- KEYS[1] lock (unused: it keeps the call in the lock's slot), KEYS[2] counter.
+-- KEYS[1] lock (unused: it keeps the call in the lock's slot), KEYS[2] counter,
+-- KEYS[3] ahead.
 -- ARGV[1] floor, ARGV[2] counter ttl ms ('0': forever).
--- A missing counter stands at the clock (see counter_now).
+-- A missing counter stands at the clock (see counter_now). A floor that
+-- would lift it more than MAX_AHEAD above the clock is refused.
 -- Returns the counter's value afterwards.
 
 -- ---- common.lua ----
@@ -15,14 +17,20 @@
 -- only the parts it uses, because Lua builds every function of a script on
 -- every call: see luagen, which writes each script whole into scripts/).
 -- The functions take the scripts' arguments as parameters and read no
--- ARGV. Every such script has KEYS[1] lock, KEYS[2] counter, and
--- for the fair lock KEYS[3] queue (a sorted set of holder ids by arrival)
--- and KEYS[4] tickets (a hash: holder id -> ticket, see ticket.go).
+-- ARGV. Every such script has KEYS[1] lock, KEYS[2] counter, KEYS[3]
+-- ahead (see store_counter), and for the fair lock KEYS[4] queue (a sorted
+-- set of holder ids by arrival), KEYS[5] tickets (a hash: holder id ->
+-- ticket, see ticket.go) and KEYS[6] waiting (see queue.lua's enqueue).
 -- The formats of the lock's value, the ticket and the release message are
 -- documented, parsed and tested in Go (package protocol); these files are
 -- their only writer.
 
 local MAX_SEQ = 9007199254740991 -- 2^53-1: Lua numbers are doubles
+-- No input lifts a counter more than this above the clock, in µs: 24h
+-- (protocol.MaxAhead). Tokens follow the clock (a counter starts there),
+-- so a value further ahead is a forged or mistyped one that would retire
+-- the lock.
+local MAX_AHEAD = 86400000000
 
 -- clock_us is the server's clock in microseconds.
 local function clock_us()
@@ -36,24 +44,39 @@ local function fmt(n)
   return string.format('%d', n)
 end
 
+-- too_far returns the error reply for lifting a counter to v, when v is
+-- more than MAX_AHEAD above the clock now; else nil.
+local function too_far(v, now)
+  if v > now + MAX_AHEAD then
+    return redis.error_reply('fencelock: poisoned: ' .. fmt(v) .. ' is more than 24h above the server clock ' .. fmt(now))
+  end
+  return nil
+end
+
 -- store_counter writes v as the counter under the counter rule (see
 -- counter.go): ttl_ms '0' keeps it forever; otherwise it expires after
 -- ttl_ms, or later when v is above the clock, so that by the time it is
 -- missing the clock has passed every value it held, and a missing counter
 -- restarting at the clock never goes back. It returns v as written (fmt).
+--
+-- A v above the clock also sets the ahead key (KEYS[3]) until the clock
+-- passes v. While that key is missing, the counter is at or below the
+-- clock, so the next Seq, one more, is too (a script call takes more than
+-- the clock's microsecond), and needs no clock: now is then nil.
 local function store_counter(v, ttl_ms, now)
   local s = fmt(v)
-  if ttl_ms == '0' then
-    redis.call('SET', KEYS[2], s)
-    return s
-  end
-  local px = ttl_ms
-  if v > now then
+  local past = 0 -- ms until the clock passes v
+  if now and v > now then
     -- 2ms of margin: Redis 7.2 counts PX from the script's start, a
     -- moment before TIME was read
-    px = math.max(tonumber(ttl_ms), math.ceil((v - now) / 1000) + 2)
+    past = math.ceil((v - now) / 1000) + 2
+    redis.call('SET', KEYS[3], '1', 'PX', past)
   end
-  redis.call('SET', KEYS[2], s, 'PX', px)
+  if ttl_ms == '0' then
+    redis.call('SET', KEYS[2], s)
+  else
+    redis.call('SET', KEYS[2], s, 'PX', math.max(tonumber(ttl_ms), past))
+  end
   return s
 end
 
@@ -71,13 +94,26 @@ local function counter_now(now, c)
 end
 
 -- next_seq is the next token Seq, which the counter takes: one more than
--- the counter (the clock when it is missing), lifted to the clock first
--- when clock_floor is '1'. c is as for counter_now; now is the clock
--- (clock_us) if the script has read it already. Returns nil past 2^53-1,
--- else the Seq and its text (fmt).
-local function next_seq(counter_ttl, clock_floor, c, now)
+-- the counter (the clock itself when it is missing), lifted to the clock
+-- first when clock_floor is '1'. c is as for counter_now; now is the clock
+-- (clock_us) if the script has read it already; ahead is the ahead key as
+-- read (false when missing), or nil. The clock is read only when the
+-- counter may be above it, is missing or is lifted to it (see
+-- store_counter). Returns nil past 2^53-1, else the Seq and its text (fmt).
+local function next_seq(counter_ttl, clock_floor, c, now, ahead)
+  if c and ahead == false and not now and clock_floor ~= '1' then
+    local seq = tonumber(c) + 1
+    if seq > MAX_SEQ then
+      return nil
+    end
+    return seq, store_counter(seq, counter_ttl, nil)
+  end
   now = now or clock_us()
-  local seq = counter_now(now, c) + 1
+  local cur, present = counter_now(now, c)
+  local seq = cur + 1
+  if not present then
+    seq = now -- the clock passed every value the counter held: it expired after
+  end
   if clock_floor == '1' and seq < now then
     seq = now
   end
@@ -102,11 +138,11 @@ local function holds(v, holder)
 end
 
 -- take gives the free lock to holder for ttl ms with the next Seq, under
--- the counter settings counter_ttl and clock_floor (as for next_seq); c
--- and now are as for next_seq. Returns the acquire's reply {1, seq}, or
--- an error reply past 2^53-1.
-local function take(holder, ttl, counter_ttl, clock_floor, c, now)
-  local n, s = next_seq(counter_ttl, clock_floor, c, now)
+-- the counter settings counter_ttl and clock_floor (as for next_seq); c,
+-- now and ahead are as for next_seq. Returns the acquire's reply {1, seq},
+-- or an error reply past 2^53-1.
+local function take(holder, ttl, counter_ttl, clock_floor, c, now, ahead)
+  local n, s = next_seq(counter_ttl, clock_floor, c, now, ahead)
   if not n then
     return redis.error_reply('fencelock: counter past 2^53-1')
   end
@@ -122,6 +158,12 @@ if floor > MAX_SEQ then
   return redis.error_reply('fencelock: floor past 2^53-1')
 end
 if c < floor or not present then
+  if c < floor then
+    local err = too_far(floor, now)
+    if err then
+      return err
+    end
+  end
   c = math.max(c, floor)
   store_counter(c, ARGV[2], now)
 end

@@ -5,7 +5,8 @@
 -- A fair waiter gives up: drop its ticket and, when ARGV[6] is '1' and the
 -- lock was handed to it meanwhile, hand the lock on (a re-acquire under a
 -- known holder id passes '0': the lock may be one it held before).
--- KEYS[1] lock, KEYS[2] counter, KEYS[3] queue, KEYS[4] tickets.
+-- KEYS[1] lock, KEYS[2] counter, KEYS[3] ahead, KEYS[4] queue,
+-- KEYS[5] tickets, KEYS[6] waiting.
 -- ARGV[1] holder id, ARGV[2] channel, ARGV[3] counter ttl ms, ARGV[4] '1'
 -- to lift the counter to the clock, ARGV[5] '1' for SPUBLISH, ARGV[6] pass on.
 -- Returns 1 when it released the lock, else 0.
@@ -17,14 +18,20 @@
 -- only the parts it uses, because Lua builds every function of a script on
 -- every call: see luagen, which writes each script whole into scripts/).
 -- The functions take the scripts' arguments as parameters and read no
--- ARGV. Every such script has KEYS[1] lock, KEYS[2] counter, and
--- for the fair lock KEYS[3] queue (a sorted set of holder ids by arrival)
--- and KEYS[4] tickets (a hash: holder id -> ticket, see ticket.go).
+-- ARGV. Every such script has KEYS[1] lock, KEYS[2] counter, KEYS[3]
+-- ahead (see store_counter), and for the fair lock KEYS[4] queue (a sorted
+-- set of holder ids by arrival), KEYS[5] tickets (a hash: holder id ->
+-- ticket, see ticket.go) and KEYS[6] waiting (see queue.lua's enqueue).
 -- The formats of the lock's value, the ticket and the release message are
 -- documented, parsed and tested in Go (package protocol); these files are
 -- their only writer.
 
 local MAX_SEQ = 9007199254740991 -- 2^53-1: Lua numbers are doubles
+-- No input lifts a counter more than this above the clock, in µs: 24h
+-- (protocol.MaxAhead). Tokens follow the clock (a counter starts there),
+-- so a value further ahead is a forged or mistyped one that would retire
+-- the lock.
+local MAX_AHEAD = 86400000000
 
 -- clock_us is the server's clock in microseconds.
 local function clock_us()
@@ -38,24 +45,39 @@ local function fmt(n)
   return string.format('%d', n)
 end
 
+-- too_far returns the error reply for lifting a counter to v, when v is
+-- more than MAX_AHEAD above the clock now; else nil.
+local function too_far(v, now)
+  if v > now + MAX_AHEAD then
+    return redis.error_reply('fencelock: poisoned: ' .. fmt(v) .. ' is more than 24h above the server clock ' .. fmt(now))
+  end
+  return nil
+end
+
 -- store_counter writes v as the counter under the counter rule (see
 -- counter.go): ttl_ms '0' keeps it forever; otherwise it expires after
 -- ttl_ms, or later when v is above the clock, so that by the time it is
 -- missing the clock has passed every value it held, and a missing counter
 -- restarting at the clock never goes back. It returns v as written (fmt).
+--
+-- A v above the clock also sets the ahead key (KEYS[3]) until the clock
+-- passes v. While that key is missing, the counter is at or below the
+-- clock, so the next Seq, one more, is too (a script call takes more than
+-- the clock's microsecond), and needs no clock: now is then nil.
 local function store_counter(v, ttl_ms, now)
   local s = fmt(v)
-  if ttl_ms == '0' then
-    redis.call('SET', KEYS[2], s)
-    return s
-  end
-  local px = ttl_ms
-  if v > now then
+  local past = 0 -- ms until the clock passes v
+  if now and v > now then
     -- 2ms of margin: Redis 7.2 counts PX from the script's start, a
     -- moment before TIME was read
-    px = math.max(tonumber(ttl_ms), math.ceil((v - now) / 1000) + 2)
+    past = math.ceil((v - now) / 1000) + 2
+    redis.call('SET', KEYS[3], '1', 'PX', past)
   end
-  redis.call('SET', KEYS[2], s, 'PX', px)
+  if ttl_ms == '0' then
+    redis.call('SET', KEYS[2], s)
+  else
+    redis.call('SET', KEYS[2], s, 'PX', math.max(tonumber(ttl_ms), past))
+  end
   return s
 end
 
@@ -73,13 +95,26 @@ local function counter_now(now, c)
 end
 
 -- next_seq is the next token Seq, which the counter takes: one more than
--- the counter (the clock when it is missing), lifted to the clock first
--- when clock_floor is '1'. c is as for counter_now; now is the clock
--- (clock_us) if the script has read it already. Returns nil past 2^53-1,
--- else the Seq and its text (fmt).
-local function next_seq(counter_ttl, clock_floor, c, now)
+-- the counter (the clock itself when it is missing), lifted to the clock
+-- first when clock_floor is '1'. c is as for counter_now; now is the clock
+-- (clock_us) if the script has read it already; ahead is the ahead key as
+-- read (false when missing), or nil. The clock is read only when the
+-- counter may be above it, is missing or is lifted to it (see
+-- store_counter). Returns nil past 2^53-1, else the Seq and its text (fmt).
+local function next_seq(counter_ttl, clock_floor, c, now, ahead)
+  if c and ahead == false and not now and clock_floor ~= '1' then
+    local seq = tonumber(c) + 1
+    if seq > MAX_SEQ then
+      return nil
+    end
+    return seq, store_counter(seq, counter_ttl, nil)
+  end
   now = now or clock_us()
-  local seq = counter_now(now, c) + 1
+  local cur, present = counter_now(now, c)
+  local seq = cur + 1
+  if not present then
+    seq = now -- the clock passed every value the counter held: it expired after
+  end
   if clock_floor == '1' and seq < now then
     seq = now
   end
@@ -104,11 +139,11 @@ local function holds(v, holder)
 end
 
 -- take gives the free lock to holder for ttl ms with the next Seq, under
--- the counter settings counter_ttl and clock_floor (as for next_seq); c
--- and now are as for next_seq. Returns the acquire's reply {1, seq}, or
--- an error reply past 2^53-1.
-local function take(holder, ttl, counter_ttl, clock_floor, c, now)
-  local n, s = next_seq(counter_ttl, clock_floor, c, now)
+-- the counter settings counter_ttl and clock_floor (as for next_seq); c,
+-- now and ahead are as for next_seq. Returns the acquire's reply {1, seq},
+-- or an error reply past 2^53-1.
+local function take(holder, ttl, counter_ttl, clock_floor, c, now, ahead)
+  local n, s = next_seq(counter_ttl, clock_floor, c, now, ahead)
   if not n then
     return redis.error_reply('fencelock: counter past 2^53-1')
   end
@@ -133,7 +168,7 @@ end
 
 -- ---- queue.lua ----
 -- The fair queue's functions, prepended after common.lua to the scripts of
--- the fair lock (KEYS[3] queue, KEYS[4] tickets).
+-- the fair lock (KEYS[4] queue, KEYS[5] tickets).
 
 -- Tickets are "expiry_ms:ttl_ms:attempt": the waiter's place lasts until
 -- expiry_ms (server clock), the lock is handed to it with ttl_ms, and the
@@ -144,56 +179,112 @@ end
 -- it, so a waiter that died holds it for that long, not for its ttl. The
 -- waiter's own script writes it, so a client that counts the whole ttl
 -- (before this rule) is still handed the whole ttl.
+--
+-- Bounded work (see protocol.MaxQueue and protocol.MaxDrop): a call drops
+-- at most MAX_DROP expired tickets, and the queue holds at most MAX_QUEUE
+-- waiters: a waiter that finds it full waits without a ticket. A longer
+-- queue was written by someone else than these scripts; it is dropped
+-- whole, with UNLINK, which frees it off the server's main thread.
+local MAX_QUEUE = 1000
+local MAX_DROP = 100
 
--- live_head returns the first waiter whose ticket has not expired, with
--- its ttl and attempt, dropping expired tickets on the way; nil when none.
--- Its fourth value is the clock (clock_us) when it read it, for the caller
--- to reuse. queued is true when the caller saw the queue exist.
-local function live_head(queued)
-  if not queued and redis.call('EXISTS', KEYS[3]) == 0 then -- the common case, and much cheaper than ZRANGE
+-- ticket_live returns a ticket's ttl and attempt (as text) when it is
+-- live at now_ms, else nil. A ticket that is not "expiry:ttl:attempt" with
+-- a ttl of at least 1ms is dropped like an expired one.
+local function ticket_live(t, now_ms)
+  if not t then
     return nil
   end
-  local h = redis.call('ZRANGE', KEYS[3], 0, 0)[1]
+  local a = string.find(t, ':', 1, true)
+  local b = a and string.find(t, ':', a + 1, true)
+  local exp = b and tonumber(string.sub(t, 1, a - 1))
+  local ttl = b and tonumber(string.sub(t, a + 1, b - 1))
+  if exp and ttl and exp > now_ms and ttl >= 1 and ttl == math.floor(ttl) then
+    return string.sub(t, a + 1, b - 1), string.sub(t, b + 1)
+  end
+  return nil
+end
+
+-- drop removes the waiters ids[1..n] from the queue and their tickets.
+local function drop(ids, n)
+  if n > 0 then
+    redis.call('ZREM', KEYS[4], unpack(ids, 1, n))
+    redis.call('HDEL', KEYS[5], unpack(ids, 1, n))
+  end
+end
+
+-- live_head returns the first waiter whose ticket has not expired, with
+-- its ttl and attempt; nil when none was found. It drops the expired
+-- tickets ahead of it, at most MAX_DROP: its fifth value is true when it
+-- dropped that many and the queue goes on, so the head is not known yet
+-- (the next call drops more). Its fourth value is the clock (clock_us)
+-- when it read it, for the caller to reuse. n is the queue's length
+-- (ZCARD) when the caller read it, or nil.
+local function live_head(n)
+  n = n or redis.call('ZCARD', KEYS[4])
+  if n == 0 then -- the common case
+    return nil
+  end
+  if n > MAX_QUEUE then
+    redis.call('UNLINK', KEYS[4], KEYS[5])
+    return nil
+  end
   local now = clock_us()
   local now_ms = math.floor(now / 1000)
-  while h do
-    local t = redis.call('HGET', KEYS[4], h)
-    if t then
-      local a = string.find(t, ':', 1, true)
-      local b = a and string.find(t, ':', a + 1, true)
-      -- a ticket that is not "expiry:ttl:attempt" with a ttl of at least
-      -- 1ms is dropped like an expired one
-      local exp = b and tonumber(string.sub(t, 1, a - 1))
-      local ttl = b and tonumber(string.sub(t, a + 1, b - 1))
-      if exp and ttl and exp > now_ms and ttl >= 1 and ttl == math.floor(ttl) then
-        return h, string.sub(t, a + 1, b - 1), string.sub(t, b + 1), now
-      end
-    end
-    redis.call('ZREM', KEYS[3], h)
-    redis.call('HDEL', KEYS[4], h)
-    h = redis.call('ZRANGE', KEYS[3], 0, 0)[1]
+  local h = redis.call('ZRANGE', KEYS[4], 0, 0)[1]
+  local ttl, attempt = ticket_live(redis.call('HGET', KEYS[5], h), now_ms)
+  if ttl then
+    return h, ttl, attempt, now
   end
-  return nil, nil, nil, now
+  -- The head is dead: look at the next few at once.
+  local ids = redis.call('ZRANGE', KEYS[4], 0, MAX_DROP)
+  local ts = redis.call('HMGET', KEYS[5], unpack(ids))
+  for i = 1, #ids do
+    ttl, attempt = ticket_live(ts[i], now_ms)
+    if ttl then
+      drop(ids, i - 1)
+      return ids[i], ttl, attempt, now
+    end
+  end
+  local dropped = math.min(#ids, MAX_DROP)
+  drop(ids, dropped)
+  return nil, nil, nil, now, #ids > dropped
 end
 
 -- enqueue puts holder in the queue (keeping its place if it is there) and
--- writes its ticket, with the claim window; both keys expire with the
--- last ticket.
+-- writes its ticket, with the claim window; both keys, and the waiting
+-- key (KEYS[6]) that tells the queue may hold someone, expire with the
+-- last ticket. A full queue first drops expired tickets at its head (as
+-- live_head does); a holder still without room gets no ticket, and
+-- enqueue returns false.
 local function enqueue(holder, ttl, ticket_ms, attempt)
+  local n = redis.call('ZCARD', KEYS[4])
+  if n == 0 then
+    redis.call('UNLINK', KEYS[5]) -- tickets left without a queue are no one's
+  elseif n >= MAX_QUEUE and not redis.call('ZSCORE', KEYS[4], holder) then
+    live_head(n)
+    if redis.call('ZCARD', KEYS[4]) >= MAX_QUEUE then
+      return false
+    end
+  end
   local us = clock_us()
   local claim = ttl
   if tonumber(ttl) > tonumber(ticket_ms) then
     claim = ticket_ms
   end
-  redis.call('ZADD', KEYS[3], 'NX', us, holder)
-  redis.call('HSET', KEYS[4], holder, fmt(math.floor(us / 1000) + tonumber(ticket_ms)) .. ':' .. claim .. ':' .. attempt)
-  redis.call('PEXPIRE', KEYS[3], ticket_ms)
+  redis.call('ZADD', KEYS[4], 'NX', us, holder)
+  redis.call('HSET', KEYS[5], holder, fmt(math.floor(us / 1000) + tonumber(ticket_ms)) .. ':' .. claim .. ':' .. attempt)
   redis.call('PEXPIRE', KEYS[4], ticket_ms)
+  redis.call('PEXPIRE', KEYS[5], ticket_ms)
+  -- Last, so it outlives both: while it is missing nobody queues, and the
+  -- uncontended try and release skip the queue.
+  redis.call('SET', KEYS[6], '1', 'PX', ticket_ms)
+  return true
 end
 
 local function dequeue(holder)
-  if redis.call('ZREM', KEYS[3], holder) == 1 then
-    redis.call('HDEL', KEYS[4], holder)
+  if redis.call('ZREM', KEYS[4], holder) == 1 then
+    redis.call('HDEL', KEYS[5], holder)
   end
 end
 
@@ -204,13 +295,18 @@ end
 -- hand_off lets go of the lock, which the caller holds: it gives it to the
 -- live head of the queue with a new token (overwriting the caller's value)
 -- for its ticket's ttl, the claim window (see queue.lua), and tells it so,
--- "holder:seq:attempt", or deletes it when nobody waits.
+-- "holder:seq:attempt", or deletes it when nobody waits. When live_head
+-- dropped expired tickets without finding the head, it deletes the lock
+-- and publishes a plain wake-up: the waiters' tries drop the rest.
 -- Past 2^53-1 it returns an error reply and changes nothing but the
--- expired tickets it dropped; else nil. queued is as for live_head.
-local function hand_off(channel, counter_ttl, clock_floor, sharded, queued)
-  local head, ttl, attempt, now = live_head(queued)
+-- expired tickets it dropped; else nil. n is as for live_head.
+local function hand_off(channel, counter_ttl, clock_floor, sharded, n)
+  local head, ttl, attempt, now, more = live_head(n)
   if not head then
     redis.call('DEL', KEYS[1])
+    if more then
+      publish(channel, '', sharded)
+    end
     return nil
   end
   local seq, s = next_seq(counter_ttl, clock_floor, nil, now)
