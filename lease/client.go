@@ -247,10 +247,13 @@ func (c *Client) newLease(g *family.Grant, ttl, keepAlive time.Duration) *Lease 
 	cfg := lifetime.Config{Lost: ErrLost, Released: ErrReleased, Invalid: ErrInvalid,
 		DriftFactor: c.cfg.DriftFactor, TTL: ttl, KeepAlive: keepAlive,
 		Hooks: c.cfg.Hooks, Kind: c.s.Kind(), Pending: &c.pending}
+	l := new(Lease)
 	if g.Claim > 0 && g.Claim < ttl {
-		return &Lease{life: lifetime.StartClaim(g.Backend, g.Token, g.Start, g.Claim, cfg)}
+		l.life.BeginClaim(g.Backend, g.Token, g.Start, g.Claim, cfg)
+	} else {
+		l.life.Begin(g.Backend, g.Token, g.Start, ttl, cfg)
 	}
-	return &Lease{life: lifetime.Start(g.Backend, g.Token, g.Start, ttl, cfg)}
+	return l
 }
 
 // hooks returns the client's hooks; nil for a nil client.

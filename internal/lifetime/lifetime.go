@@ -59,14 +59,14 @@ type Life struct {
 	b   Backend
 	cfg Config
 
-	// op serialises Refresh, Release and Reissue: a token, taken with a
-	// select on the caller's context, so that waiting for it cannot
-	// outlive that context either.
-	op chan struct{}
-
 	started time.Time // the start of the acquire
 
-	mu       sync.Mutex
+	mu sync.Mutex
+	// opBusy serialises Refresh, Release and Reissue (see lockOp); opFree
+	// is made by a caller that waits for the op, and closed when it ends,
+	// so that waiting for it cannot outlive the waiter's context either.
+	opBusy   bool
+	opFree   chan struct{}
 	released bool
 	tok      fence.Token
 	deadline time.Time // monotonic
@@ -80,7 +80,15 @@ type Life struct {
 // Start begins the lifetime of a lease whose acquire started at start with
 // ttl. It starts the keep-alive when cfg asks for one.
 func Start(b Backend, tok fence.Token, start time.Time, ttl time.Duration, cfg Config) *Life {
-	l := &Life{b: b, cfg: cfg, tok: tok, op: make(chan struct{}, 1), started: start}
+	l := new(Life)
+	l.Begin(b, tok, start, ttl, cfg)
+	return l
+}
+
+// Begin is Start in l, a zero Life that its owner holds by value (one
+// allocation fewer). l must not be copied afterwards.
+func (l *Life) Begin(b Backend, tok fence.Token, start time.Time, ttl time.Duration, cfg Config) {
+	l.b, l.cfg, l.tok, l.started = b, cfg, tok, start
 	l.ctx, l.cancel = context.WithCancelCause(context.Background())
 	l.deadline = start.Add(ttl - Drift(ttl, cfg.DriftFactor))
 	// Under the lock: a deadline already past fires expire at once, and
@@ -91,14 +99,13 @@ func Start(b Backend, tok fence.Token, start time.Time, ttl time.Duration, cfg C
 	if cfg.KeepAlive > 0 {
 		go l.keepAlive(cfg.TTL, cfg.KeepAlive)
 	}
-	return l
 }
 
 // Nil is the lifetime behind a nil lease (a caller that deferred Release
 // before checking the acquire's error): ended, with an error wrapping
 // cfg.Invalid as its Err and as the error of every call, and no I/O.
 func Nil(cfg Config) *Life {
-	l := &Life{cfg: cfg, op: make(chan struct{}, 1), released: true}
+	l := &Life{cfg: cfg, released: true}
 	l.ctx, l.cancel = context.WithCancelCause(context.Background())
 	l.cancel(fmt.Errorf("%w: nil lease (did its acquire fail?)", cfg.Invalid))
 	return l
@@ -218,15 +225,15 @@ func (l *Life) Release(ctx context.Context) error {
 	l.End(l.cfg.Released)
 	err := l.lockOp(ctx)
 	if err == nil {
-		// select picks at random when ctx has ended and the token is free:
-		// an ended ctx goes to the background either way.
+		// A free op is taken whatever ctx says: an ended ctx goes to the
+		// background.
 		if err = Ended(ctx); err != nil {
 			l.unlockOp()
 		}
 	}
 	if err != nil {
 		l.cfg.Pending.Go(func() {
-			l.op <- struct{}{}
+			_ = l.lockOp(context.Background())
 			defer l.unlockOp()
 			_ = Detach(context.WithoutCancel(ctx), CleanupMin, CleanupMin, func(ctx context.Context) error {
 				if err := l.b.Release(ctx); !errors.Is(err, l.cfg.Lost) {
@@ -290,17 +297,39 @@ func (l *Life) Reissue(ctx context.Context, floor uint64) (fence.Token, error) {
 	return l.tok, nil
 }
 
-// lockOp takes the op token, or returns when ctx ends first.
+// lockOp takes the op, or returns when ctx ends first. A free op is taken
+// whatever ctx says.
 func (l *Life) lockOp(ctx context.Context) error {
-	select {
-	case l.op <- struct{}{}:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
+	for {
+		l.mu.Lock()
+		if !l.opBusy {
+			l.opBusy = true
+			l.mu.Unlock()
+			return nil
+		}
+		if l.opFree == nil {
+			l.opFree = make(chan struct{})
+		}
+		free := l.opFree
+		l.mu.Unlock()
+		select {
+		case <-free:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
 }
 
-func (l *Life) unlockOp() { <-l.op }
+// unlockOp ends the op and wakes those that wait for it.
+func (l *Life) unlockOp() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.opBusy = false
+	if l.opFree != nil {
+		close(l.opFree)
+		l.opFree = nil
+	}
+}
 
 // live returns Err, or ends the lease when its deadline has passed but the
 // timer has not fired yet: a lease that Held called lost stays lost.
