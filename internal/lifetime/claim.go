@@ -27,6 +27,7 @@ func (l *Life) BeginClaim(b Backend, tok fence.Token, start time.Time, claim tim
 	l.Begin(b, tok, start, claim, cfg)
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.armLocked() // the claim's refresh waits for the end
 	if l.ctx.Err() == nil {
 		l.claimed = true
 		l.confirm = time.AfterFunc(time.Until(l.deadline)-Validity(claim, cfg.DriftFactor)/2, l.confirmClaim)

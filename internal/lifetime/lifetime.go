@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/fencelock/fencelock/fence"
@@ -70,11 +71,17 @@ type Life struct {
 	released bool
 	tok      fence.Token
 	deadline time.Time // monotonic
-	timer    *time.Timer
-	claimed  bool        // StartClaim's, until a refresh confirmed the lock
-	confirm  *time.Timer // StartClaim's refresh
-	ctx      context.Context
-	cancel   context.CancelCauseFunc
+	// timer ends the lease at its deadline, from the first moment
+	// something waits for that (see arm); until then the deadline is read
+	// when asked, so a lease acquired and released never starts one.
+	timer *time.Timer
+	// settled: the timer runs or the lease has ended, so Err and Done
+	// need not look at the clock.
+	settled atomic.Bool
+	claimed bool        // StartClaim's, until a refresh confirmed the lock
+	confirm *time.Timer // StartClaim's refresh
+	ctx     context.Context
+	cancel  context.CancelCauseFunc
 }
 
 // Start begins the lifetime of a lease whose acquire started at start with
@@ -91,11 +98,9 @@ func (l *Life) Begin(b Backend, tok fence.Token, start time.Time, ttl time.Durat
 	l.b, l.cfg, l.tok, l.started = b, cfg, tok, start
 	l.ctx, l.cancel = context.WithCancelCause(context.Background())
 	l.deadline = start.Add(ttl - Drift(ttl, cfg.DriftFactor))
-	// Under the lock: a deadline already past fires expire at once, and
-	// expire must find the timer set.
-	l.mu.Lock()
-	l.timer = time.AfterFunc(time.Until(l.deadline), l.expire)
-	l.mu.Unlock()
+	if cfg.KeepAlive > 0 || cfg.Hooks != nil && cfg.Hooks.Lost != nil {
+		l.arm() // the keep-alive waits for the end, and a loss is reported when it happens
+	}
 	if cfg.KeepAlive > 0 {
 		go l.keepAlive(cfg.TTL, cfg.KeepAlive)
 	}
@@ -108,6 +113,7 @@ func Nil(cfg Config) *Life {
 	l := &Life{cfg: cfg, released: true}
 	l.ctx, l.cancel = context.WithCancelCause(context.Background())
 	l.cancel(fmt.Errorf("%w: nil lease (did its acquire fail?)", cfg.Invalid))
+	l.settled.Store(true)
 	return l
 }
 
@@ -126,17 +132,62 @@ func (l *Life) Deadline() time.Time {
 }
 
 // Done closes when the lease ends.
-func (l *Life) Done() <-chan struct{} { return l.ctx.Done() }
+func (l *Life) Done() <-chan struct{} {
+	l.arm()
+	return l.ctx.Done()
+}
 
 // Context is cancelled when the lease ends; its cause is Err.
-func (l *Life) Context() context.Context { return l.ctx }
+func (l *Life) Context() context.Context {
+	l.arm()
+	return l.ctx
+}
 
 // Err is nil while the lease lasts, then why it ended.
 func (l *Life) Err() error {
 	if l.ctx.Err() == nil {
-		return nil
+		if l.settled.Load() {
+			return nil
+		}
+		l.mu.Lock()
+		ended := l.passedLocked()
+		l.mu.Unlock()
+		if !ended {
+			return nil
+		}
 	}
 	return context.Cause(l.ctx)
+}
+
+// arm starts the timer that ends the lease at its deadline, for a caller
+// that waits for the end (Done, Context, a refresh in flight, the
+// keep-alive, a claim, a Lost hook); a deadline already past ends it now.
+func (l *Life) arm() {
+	if l.settled.Load() {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.armLocked()
+}
+
+// armLocked is arm; l.mu is held, so that expire, which takes it, finds
+// the timer set.
+func (l *Life) armLocked() {
+	if l.settled.Load() || l.passedLocked() {
+		return
+	}
+	l.timer = time.AfterFunc(time.Until(l.deadline), l.expire)
+	l.settled.Store(true)
+}
+
+// passedLocked ends the lease as lost when its deadline has passed, as
+// the timer would, and reports whether the lease has ended. l.mu is held.
+func (l *Life) passedLocked() bool {
+	if l.ctx.Err() == nil && !time.Now().Before(l.deadline) {
+		l.endLocked(fmt.Errorf("%w: %q: local deadline passed", l.cfg.Lost, l.tok.Key))
+	}
+	return l.ctx.Err() != nil
 }
 
 // Held reports whether the lease has not ended and its deadline is ahead.
@@ -198,7 +249,9 @@ func (l *Life) refresh(ctx context.Context, ttl time.Duration, keepAlive bool) (
 	}
 	l.deadline = deadline
 	l.claimed = false // the holder set the lock's ttl itself
-	l.timer.Reset(time.Until(deadline))
+	if l.timer != nil {
+		l.timer.Reset(time.Until(deadline))
+	}
 	return nil
 }
 
@@ -349,6 +402,7 @@ func (l *Life) live() error {
 // bound returns ctx, also cancelled when the lease ends: a refresh or
 // reissue in flight is moot once the lease was released or lost.
 func (l *Life) bound(ctx context.Context) (context.Context, func()) {
+	l.arm()
 	cctx, cancel := context.WithCancel(ctx)
 	stop := context.AfterFunc(l.ctx, cancel)
 	return cctx, func() { stop(); cancel() }
@@ -368,11 +422,15 @@ func (l *Life) fail(err error) error {
 	return err
 }
 
-// End ends the lease with reason, once; later calls change nothing.
+// End ends the lease with reason, once; later calls change nothing. A
+// lease whose deadline has passed has ended already, lost, whether or not
+// a timer said so.
 func (l *Life) End(reason error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.endLocked(reason)
+	if l.settled.Load() || !l.passedLocked() {
+		l.endLocked(reason)
+	}
 }
 
 // endLocked ends the lease with reason unless it has ended, and reports a
@@ -382,7 +440,10 @@ func (l *Life) endLocked(reason error) {
 	if l.ctx.Err() != nil {
 		return
 	}
-	l.timer.Stop()
+	if l.timer != nil {
+		l.timer.Stop()
+	}
+	l.settled.Store(true)
 	l.stopConfirm()
 	l.cancel(reason)
 	if reason != l.cfg.Released && l.cfg.Hooks != nil && l.cfg.Hooks.Lost != nil {
