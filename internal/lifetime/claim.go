@@ -28,7 +28,7 @@ func (l *Life) BeginClaim(b Backend, tok fence.Token, start time.Time, claim tim
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.armLocked() // the claim's refresh waits for the end
-	if l.ctx.Err() == nil {
+	if l.end == nil {
 		l.claimed = true
 		l.confirm = time.AfterFunc(time.Until(l.deadline)-Validity(claim, cfg.DriftFactor)/2, l.confirmClaim)
 	}
@@ -43,14 +43,14 @@ func (l *Life) confirmClaim() {
 		if !claimed || l.Err() != nil {
 			return // refreshed already, or over
 		}
-		ctx, cancel := context.WithDeadline(l.ctx, d)
+		ctx, cancel := context.WithDeadline(l.Context(), d)
 		err := l.refresh(ctx, l.cfg.TTL, true)
 		cancel()
 		if err == nil || l.Err() != nil {
 			return
 		}
 		select { // an I/O error: again, while the claim lasts
-		case <-l.ctx.Done():
+		case <-l.Done():
 			return
 		case <-time.After(min(time.Until(d)/4, 100*time.Millisecond)):
 		}

@@ -1,6 +1,7 @@
 package lifetime
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -18,9 +19,16 @@ func timerOf(l *Life) *time.Timer {
 	return l.timer
 }
 
+// hasCtx reports whether l made its context.
+func hasCtx(l *Life) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.ctx != nil
+}
+
 // TestUnwatchedLeaseStartsNoTimer: a lease that nothing waits on (no
-// Done, Context, keep-alive, claim or Lost hook) starts no timer, and
-// still ends, lost, the moment its deadline has passed for whoever asks:
+// Done, Context, keep-alive, claim or Lost hook) starts no timer and makes
+// no context, and still ends, lost, the moment its deadline has passed for whoever asks:
 // Err, Done, a Release (End). Waiting on Done arms the timer, which then
 // closes it at the deadline; a Lost hook arms it at once, so the loss is
 // reported when it happens.
@@ -35,7 +43,10 @@ func TestUnwatchedLeaseStartsNoTimer(t *testing.T) {
 	released := start(time.Minute, testConfig())
 	released.End(errTestReleased)
 	assert.Nil(t, timerOf(released), "acquired and released: no timer")
+	assert.False(t, hasCtx(released), "nor a context")
 	assert.ErrorIs(t, released.Err(), errTestReleased)
+	ctx := released.Context()
+	assert.ErrorIs(t, context.Cause(ctx), errTestReleased, "a context asked for after the end is cancelled with its cause")
 
 	asked := start(20*time.Millisecond, testConfig())
 	require.NoError(t, asked.Err())

@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/fencelock/fencelock/fence"
@@ -74,14 +73,15 @@ type Life struct {
 	// timer ends the lease at its deadline, from the first moment
 	// something waits for that (see arm); until then the deadline is read
 	// when asked, so a lease acquired and released never starts one.
-	timer *time.Timer
-	// settled: the timer runs or the lease has ended, so Err and Done
-	// need not look at the clock.
-	settled atomic.Bool
+	timer   *time.Timer
 	claimed bool        // StartClaim's, until a refresh confirmed the lock
 	confirm *time.Timer // StartClaim's refresh
-	ctx     context.Context
-	cancel  context.CancelCauseFunc
+	// end is why the lease ended; nil while it lasts.
+	end error
+	// ctx is cancelled with end as its cause; made by the first caller
+	// that asks for it (see ctxLocked).
+	ctx    context.Context
+	cancel context.CancelCauseFunc
 }
 
 // Start begins the lifetime of a lease whose acquire started at start with
@@ -96,10 +96,13 @@ func Start(b Backend, tok fence.Token, start time.Time, ttl time.Duration, cfg C
 // allocation fewer). l must not be copied afterwards.
 func (l *Life) Begin(b Backend, tok fence.Token, start time.Time, ttl time.Duration, cfg Config) {
 	l.b, l.cfg, l.tok, l.started = b, cfg, tok, start
-	l.ctx, l.cancel = context.WithCancelCause(context.Background())
 	l.deadline = start.Add(ttl - Drift(ttl, cfg.DriftFactor))
 	if cfg.KeepAlive > 0 || cfg.Hooks != nil && cfg.Hooks.Lost != nil {
-		l.arm() // the keep-alive waits for the end, and a loss is reported when it happens
+		// The keep-alive waits for the end, and a loss is reported when
+		// it happens.
+		l.mu.Lock()
+		l.armLocked()
+		l.mu.Unlock()
 	}
 	if cfg.KeepAlive > 0 {
 		go l.keepAlive(cfg.TTL, cfg.KeepAlive)
@@ -110,11 +113,7 @@ func (l *Life) Begin(b Backend, tok fence.Token, start time.Time, ttl time.Durat
 // before checking the acquire's error): ended, with an error wrapping
 // cfg.Invalid as its Err and as the error of every call, and no I/O.
 func Nil(cfg Config) *Life {
-	l := &Life{cfg: cfg, released: true}
-	l.ctx, l.cancel = context.WithCancelCause(context.Background())
-	l.cancel(fmt.Errorf("%w: nil lease (did its acquire fail?)", cfg.Invalid))
-	l.settled.Store(true)
-	return l
+	return &Life{cfg: cfg, released: true, end: fmt.Errorf("%w: nil lease (did its acquire fail?)", cfg.Invalid)}
 }
 
 // Token returns the current token.
@@ -132,67 +131,63 @@ func (l *Life) Deadline() time.Time {
 }
 
 // Done closes when the lease ends.
-func (l *Life) Done() <-chan struct{} {
-	l.arm()
-	return l.ctx.Done()
-}
+func (l *Life) Done() <-chan struct{} { return l.Context().Done() }
 
 // Context is cancelled when the lease ends; its cause is Err.
 func (l *Life) Context() context.Context {
-	l.arm()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.armLocked()
+	return l.ctxLocked()
+}
+
+// ctxLocked returns the lease's context, made now if nobody asked for it
+// before (cancelled at once when the lease has ended). l.mu is held.
+func (l *Life) ctxLocked() context.Context {
+	if l.ctx == nil {
+		l.ctx, l.cancel = context.WithCancelCause(context.Background())
+		if l.end != nil {
+			l.cancel(l.end)
+		}
+	}
 	return l.ctx
 }
 
 // Err is nil while the lease lasts, then why it ended.
 func (l *Life) Err() error {
-	if l.ctx.Err() == nil {
-		if l.settled.Load() {
-			return nil
-		}
-		l.mu.Lock()
-		ended := l.passedLocked()
-		l.mu.Unlock()
-		if !ended {
-			return nil
-		}
-	}
-	return context.Cause(l.ctx)
-}
-
-// arm starts the timer that ends the lease at its deadline, for a caller
-// that waits for the end (Done, Context, a refresh in flight, the
-// keep-alive, a claim, a Lost hook); a deadline already past ends it now.
-func (l *Life) arm() {
-	if l.settled.Load() {
-		return
-	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.armLocked()
+	if l.timer == nil {
+		l.passedLocked()
+	}
+	return l.end
 }
 
-// armLocked is arm; l.mu is held, so that expire, which takes it, finds
-// the timer set.
+// armLocked starts the timer that ends the lease at its deadline, for a
+// caller that waits for the end (Done, Context, a refresh in flight, the
+// keep-alive, a claim, a Lost hook); a deadline already past ends it now.
+// l.mu is held, so that expire, which takes it, finds the timer set.
 func (l *Life) armLocked() {
-	if l.settled.Load() || l.passedLocked() {
+	if l.timer != nil || l.passedLocked() {
 		return
 	}
 	l.timer = time.AfterFunc(time.Until(l.deadline), l.expire)
-	l.settled.Store(true)
 }
 
 // passedLocked ends the lease as lost when its deadline has passed, as
 // the timer would, and reports whether the lease has ended. l.mu is held.
 func (l *Life) passedLocked() bool {
-	if l.ctx.Err() == nil && !time.Now().Before(l.deadline) {
+	if l.end == nil && !time.Now().Before(l.deadline) {
 		l.endLocked(fmt.Errorf("%w: %q: local deadline passed", l.cfg.Lost, l.tok.Key))
 	}
-	return l.ctx.Err() != nil
+	return l.end != nil
 }
 
 // Held reports whether the lease has not ended and its deadline is ahead.
 func (l *Life) Held() bool {
-	return l.ctx.Err() == nil && time.Now().Before(l.Deadline())
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.end == nil && time.Now().Before(l.deadline)
 }
 
 // Refresh validates ttl, asks the backend to extend the lock and moves the
@@ -245,7 +240,7 @@ func (l *Life) refresh(ctx context.Context, ttl time.Duration, keepAlive bool) (
 	}
 	if !time.Now().Before(l.deadline) { // it passed, and the timer is late: Held already said lost
 		l.endLocked(fmt.Errorf("%w: %q: local deadline passed", l.cfg.Lost, l.tok.Key))
-		return context.Cause(l.ctx)
+		return l.end
 	}
 	l.deadline = deadline
 	l.claimed = false // the holder set the lock's ttl itself
@@ -394,7 +389,7 @@ func (l *Life) live() error {
 	}
 	if !time.Now().Before(l.deadline) {
 		l.endLocked(fmt.Errorf("%w: %q: local deadline passed", l.cfg.Lost, l.tok.Key))
-		return context.Cause(l.ctx)
+		return l.end
 	}
 	return nil
 }
@@ -402,9 +397,8 @@ func (l *Life) live() error {
 // bound returns ctx, also cancelled when the lease ends: a refresh or
 // reissue in flight is moot once the lease was released or lost.
 func (l *Life) bound(ctx context.Context) (context.Context, func()) {
-	l.arm()
 	cctx, cancel := context.WithCancel(ctx)
-	stop := context.AfterFunc(l.ctx, cancel)
+	stop := context.AfterFunc(l.Context(), cancel)
 	return cctx, func() { stop(); cancel() }
 }
 
@@ -428,7 +422,7 @@ func (l *Life) fail(err error) error {
 func (l *Life) End(reason error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.settled.Load() || !l.passedLocked() {
+	if l.timer != nil || !l.passedLocked() {
 		l.endLocked(reason)
 	}
 }
@@ -437,33 +431,30 @@ func (l *Life) End(reason error) {
 // loss (any reason but Released) from a goroutine of its own, since hooks
 // must not run under l.mu.
 func (l *Life) endLocked(reason error) {
-	if l.ctx.Err() != nil {
+	if l.end != nil {
 		return
 	}
+	l.end = reason
 	if l.timer != nil {
 		l.timer.Stop()
 	}
-	l.settled.Store(true)
 	l.stopConfirm()
-	l.cancel(reason)
+	if l.cancel != nil {
+		l.cancel(reason)
+	}
 	if reason != l.cfg.Released && l.cfg.Hooks != nil && l.cfg.Hooks.Lost != nil {
 		e := observe.Lost{Kind: l.cfg.Kind, Token: l.tok, Held: time.Since(l.started), Err: reason}
 		go emit.Lost(l.cfg.Hooks, e)
 	}
 }
 
-func (l *Life) errLocked() error {
-	if l.ctx.Err() == nil {
-		return nil
-	}
-	return context.Cause(l.ctx)
-}
+func (l *Life) errLocked() error { return l.end }
 
 // expire runs on the timer: the lease is lost once its deadline passed.
 func (l *Life) expire() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.ctx.Err() != nil {
+	if l.end != nil {
 		return
 	}
 	if d := time.Until(l.deadline); d > 0 { // a refresh moved the deadline
