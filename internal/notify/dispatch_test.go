@@ -35,7 +35,8 @@ func wakes(w *Waiter) (Wakeup, bool) {
 // connection hands each message to its waiter itself, with no go-redis
 // Channel (a reader goroutine, a Go channel and a health check's wake-up
 // per message) in between; it pings the connection while it is silent, as
-// that health check did, and a connection the server kills is
+// that health check did; a payload that is no release message is dropped;
+// and a connection the server kills is
 // reconnected and subscribed again by go-redis, so waiters wake again.
 func TestDispatchReadsTheSocket(t *testing.T) {
 	rdb := testenv.NewRedis(t).Client()
@@ -47,6 +48,7 @@ func TestDispatchReadsTheSocket(t *testing.T) {
 	require.True(t, ready(w), "subscription confirmed")
 	assert.Zero(t, redisGoroutines(), "no go-redis Channel goroutine between the socket and the waiters")
 
+	require.NoError(t, rdb.Publish(ctx, "ch", "no:release:message").Err()) // dropped, the reader goes on
 	handoff := protocol.Message{Handoff: true, Holder: "h1", Seq: 7, Attempt: 3}
 	require.NoError(t, rdb.Publish(ctx, "ch", handoff.String()).Err())
 	u, ok := wakes(w)
