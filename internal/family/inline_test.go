@@ -1,10 +1,7 @@
 package family
 
 import (
-	"bytes"
 	"context"
-	"runtime"
-	"strconv"
 	"sync"
 	"testing"
 
@@ -15,55 +12,6 @@ import (
 	"github.com/fencelock/fencelock/internal/testenv"
 )
 
-// goid is the id of the calling goroutine, from its stack's first line
-// ("goroutine 18 [running]:").
-func goid() uint64 {
-	buf := make([]byte, 64)
-	buf = buf[:runtime.Stack(buf, false)]
-	buf, _ = bytes.CutPrefix(buf, []byte("goroutine "))
-	id, _, _ := bytes.Cut(buf, []byte(" "))
-	n, _ := strconv.ParseUint(string(id), 10, 64)
-	return n
-}
-
-// where is a hook of the caller's client that records the goroutine
-// each command and pipeline goes out on.
-type where struct {
-	mu  sync.Mutex
-	ids []uint64
-}
-
-func (w *where) note() {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.ids = append(w.ids, goid())
-}
-
-func (w *where) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (w *where) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		w.note()
-		return next(ctx, cmd)
-	}
-}
-
-func (w *where) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		w.note()
-		return next(ctx, cmds)
-	}
-}
-
-// take returns the goroutines recorded since the last take.
-func (w *where) take() []uint64 {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	ids := w.ids
-	w.ids = nil
-	return ids
-}
-
 // TestLoneCallGoesInline: a call with nothing else in flight goes out on
 // its caller's goroutine, through the caller's client (whose hook sees
 // it), and starts no sender: script calls, Pipelined, an EVALSHA that
@@ -73,7 +21,7 @@ func TestLoneCallGoesInline(t *testing.T) {
 	t.Parallel()
 	r := testenv.NewRedis(t)
 	rdb := testenv.CtxClient(t, r.Addr(), 1)
-	w := &where{}
+	w := &testenv.Goroutines{}
 	rdb.AddHook(w)
 	tr := NewTransport(rdb, true)
 	t.Cleanup(func() { _ = tr.Close(context.Background()) })
@@ -81,7 +29,7 @@ func TestLoneCallGoesInline(t *testing.T) {
 
 	lone := func(what string) {
 		t.Helper()
-		me := goid()
+		me := testenv.GoroutineID()
 		for i := range 20 {
 			_, sent, err := run(ctx, tr, echo, "ok", "x")
 			require.NoError(t, err, what)
@@ -101,7 +49,7 @@ func TestLoneCallGoesInline(t *testing.T) {
 			n, _ := tr.state()
 			require.Zero(t, n, "%s: call %d left a sender or a call in flight", what, i)
 		}
-		ids := w.take()
+		ids := w.Take()
 		require.GreaterOrEqual(t, len(ids), 40, "%s: the caller's hook saw every call", what)
 		for _, id := range ids {
 			require.Equal(t, me, id, "%s: a lone call went out on goroutine %d, not its caller's (%d)", what, id, me)
@@ -119,15 +67,15 @@ func TestLoneCallGoesInline(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	w.take()
+	w.Take()
 	n, idle := tr.state()
 	require.Positive(t, idle, "the burst left idle senders (%d)", n)
-	me := goid()
+	me := testenv.GoroutineID()
 	for range 20 {
 		_, _, err := run(ctx, tr, echo, "ok", "x")
 		require.NoError(t, err)
 	}
-	for _, id := range w.take() {
+	for _, id := range w.Take() {
 		require.Equal(t, me, id, "with idle senders, a lone call still goes out on its caller's goroutine")
 	}
 	require.NoError(t, tr.Close(ctx))
