@@ -87,7 +87,8 @@ func (c *Client) Close(ctx context.Context) error {
 // it, the error wraps ErrNotAcquired: on one Redis it is a *HeldError
 // telling for how much longer; on a quorum it joins the nodes' errors.
 func (c *Client) TryAcquire(ctx context.Context, name string, ttl time.Duration, opts ...AcquireOption) (*Lease, error) {
-	return emit.Observed(c.hooks(), c.kind(), ctx, name, ttl, false, ErrNotAcquired, func(ctx context.Context, p *emit.Progress) (*Lease, error) {
+	var p emit.Progress
+	return emit.Observed(c.hooks(), c.kind(), ctx, name, ttl, false, ErrNotAcquired, &p, func(ctx context.Context) (*Lease, error) {
 		a, ac, err := c.begin(ctx, name, ttl, false, opts)
 		if err != nil {
 			return nil, err
@@ -127,12 +128,13 @@ func (c *Client) TryAcquire(ctx context.Context, name string, ttl time.Duration,
 // returned as soon as the Redis client reports it; on a quorum, nodes that
 // only time out are retried, for at most a ttl.
 func (c *Client) Acquire(ctx context.Context, name string, ttl time.Duration, opts ...AcquireOption) (*Lease, error) {
-	return emit.Observed(c.hooks(), c.kind(), ctx, name, ttl, true, ErrNotAcquired, func(ctx context.Context, p *emit.Progress) (*Lease, error) {
+	var p emit.Progress
+	return emit.Observed(c.hooks(), c.kind(), ctx, name, ttl, true, ErrNotAcquired, &p, func(ctx context.Context) (*Lease, error) {
 		a, ac, err := c.begin(ctx, name, ttl, true, opts)
 		if err != nil {
 			return nil, err
 		}
-		l, err := c.wait(ctx, a, name, ttl, ac.Interval, p)
+		l, err := c.wait(ctx, a, name, ttl, ac.Interval, &p)
 		if err != nil {
 			a.Abandon(ctx)
 		}
@@ -247,10 +249,13 @@ func (c *Client) newLease(g *family.Grant, ttl, keepAlive time.Duration) *Lease 
 	cfg := lifetime.Config{Lost: ErrLost, Released: ErrReleased, Invalid: ErrInvalid,
 		DriftFactor: c.cfg.DriftFactor, TTL: ttl, KeepAlive: keepAlive,
 		Hooks: c.cfg.Hooks, Kind: c.s.Kind(), Pending: &c.pending}
+	l := new(Lease)
 	if g.Claim > 0 && g.Claim < ttl {
-		return &Lease{life: lifetime.StartClaim(g.Backend, g.Token, g.Start, g.Claim, cfg)}
+		l.life.BeginClaim(g.Backend, g.Token, g.Start, g.Claim, cfg)
+	} else {
+		l.life.Begin(g.Backend, g.Token, g.Start, ttl, cfg)
 	}
-	return &Lease{life: lifetime.Start(g.Backend, g.Token, g.Start, ttl, cfg)}
+	return l
 }
 
 // hooks returns the client's hooks; nil for a nil client.

@@ -22,7 +22,7 @@ import (
 // return an error wrapping ErrInvalid, Held is false and Done is closed, so
 // that a Release deferred before the acquire's error was checked is safe.
 type Lease struct {
-	life *lifetime.Life
+	life lifetime.Life
 }
 
 // nilLife is the lifetime of a nil *Lease.
@@ -32,7 +32,7 @@ func (l *Lease) lf() *lifetime.Life {
 	if l == nil {
 		return nilLife
 	}
-	return l.life
+	return &l.life
 }
 
 // Token returns the fencing token of this acquisition (or of its last

@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fencelock/fencelock/fence"
 	"github.com/fencelock/fencelock/internal/family"
+	"github.com/fencelock/fencelock/internal/holderid"
 	"github.com/fencelock/fencelock/internal/lifetime"
 	"github.com/fencelock/fencelock/internal/notify"
 	"github.com/fencelock/fencelock/internal/protocol"
@@ -56,7 +56,7 @@ func (s *single) Advance(ctx context.Context, name string, floor uint64) (uint64
 func (s *single) Begin(r family.Request) family.Attempt {
 	holder := r.Holder
 	if holder == "" {
-		holder = uuid.NewString()
+		holder = holderid.New()
 	}
 	return &singleAttempt{s: s, r: r, keys: s.cfg.Keys(r.Name),
 		try: protocol.Try{Holder: holder, TTL: r.TTL, Counter: s.cfg.Counter(), Fair: s.cfg.Single.Fair}}

@@ -111,19 +111,19 @@ type Progress struct {
 }
 
 // Acquire runs an acquire (run) and reports it: AcquireStart before, with
-// the context run gets, and AcquireDone after. busy is the package's
-// not-acquired sentinel. With no hooks (or a nil ctx, which run refuses)
-// it only runs run.
+// the context run gets, and AcquireDone after, with what run noted in p
+// (the caller's: run is opaque here, and a Progress it was handed would be
+// allocated). busy is the package's not-acquired sentinel. With no hooks
+// (or a nil ctx, which run refuses) it only runs run.
 func Acquire[L interface{ Token() fence.Token }](h *observe.Hooks, ctx context.Context, e observe.AcquireStart,
-	busy error, run func(context.Context, *Progress) (L, error),
+	busy error, p *Progress, run func(context.Context) (L, error),
 ) (L, error) {
-	var p Progress
 	if h == nil || ctx == nil {
-		return run(ctx, &p)
+		return run(ctx)
 	}
 	start := time.Now()
 	ctx = AcquireStart(h, ctx, e)
-	l, err := run(ctx, &p)
+	l, err := run(ctx)
 	done := observe.AcquireDone{AcquireStart: e, Attempts: p.Attempts, Handoff: p.Handoff && err == nil, Err: err}
 	if err == nil {
 		done.Token = l.Token()
@@ -136,8 +136,8 @@ func Acquire[L interface{ Token() fence.Token }](h *observe.Hooks, ctx context.C
 // and reports it to h, as Acquire does. waiting tells Acquire from
 // TryAcquire; busy is the kind's not-acquired sentinel.
 func Observed[L interface{ Token() fence.Token }](h *observe.Hooks, kind observe.Kind, ctx context.Context,
-	name string, ttl time.Duration, waiting bool, busy error, run func(context.Context, *Progress) (L, error),
+	name string, ttl time.Duration, waiting bool, busy error, p *Progress, run func(context.Context) (L, error),
 ) (L, error) {
 	e := observe.AcquireStart{Kind: kind, Name: name, TTL: ttl, Waiting: waiting}
-	return Acquire(h, ctx, e, busy, run)
+	return Acquire(h, ctx, e, busy, p, run)
 }

@@ -279,7 +279,8 @@ func TestAcquireReports(t *testing.T) {
 	start := observe.AcquireStart{Kind: observe.KindLease, Name: "jobs/a", TTL: time.Minute, Waiting: true}
 	ctx := context.WithValue(t.Context(), ctxKey{}, "caller")
 	var runCtx context.Context
-	l, err := emit.Acquire(r.hooks(false), ctx, start, errBusy, func(ctx context.Context, p *emit.Progress) (*leaseT, error) {
+	var p emit.Progress
+	l, err := emit.Acquire(r.hooks(false), ctx, start, errBusy, &p, func(ctx context.Context) (*leaseT, error) {
 		runCtx = ctx
 		require.Len(t, r.started, 1, "AcquireStart before run")
 		assert.Empty(t, r.done)
@@ -319,8 +320,9 @@ func TestAcquireFailures(t *testing.T) {
 			if c.l != nil {
 				c.l.t = t
 			}
-			_, err := emit.Acquire(r.hooks(false), t.Context(), observe.AcquireStart{Name: "a"}, errBusy,
-				func(_ context.Context, p *emit.Progress) (*leaseT, error) {
+			var p emit.Progress
+			_, err := emit.Acquire(r.hooks(false), t.Context(), observe.AcquireStart{Name: "a"}, errBusy, &p,
+				func(_ context.Context) (*leaseT, error) {
 					p.Attempts = 2
 					p.Handoff = true
 					return c.l, c.err
@@ -350,10 +352,10 @@ func TestAcquireWithoutHooksOrCtx(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			ran := 0
-			l, err := emit.Acquire(c.h, c.ctx, observe.AcquireStart{Name: "a"}, errBusy,
-				func(got context.Context, p *emit.Progress) (*leaseT, error) {
+			var p emit.Progress
+			l, err := emit.Acquire(c.h, c.ctx, observe.AcquireStart{Name: "a"}, errBusy, &p,
+				func(got context.Context) (*leaseT, error) {
 					ran++
-					require.NotNil(t, p)
 					assert.Equal(t, c.ctx, got, "run gets the caller's ctx")
 					return &leaseT{t: t, tok: tok}, errBoom
 				})

@@ -20,7 +20,8 @@ type Conn interface {
 // returns what op's calls did to the server. Of several calls (EVALSHA,
 // then EVAL after NOSCRIPT), the last one's Sent counts, unless an earlier
 // one may have run. A call whose reply came but which op could not read
-// (a malformed reply) may have done anything: MayHaveRun.
+// (a malformed reply) may have done anything: MayHaveRun. op must not use
+// its Conn after it returns: the Conn serves the next Send.
 func Send[T any](ctx context.Context, t *Transport, op func(context.Context, Conn) (T, error)) (T, Sent, error) {
 	return SendClaimed(ctx, t, nil, op)
 }
@@ -36,9 +37,15 @@ func SendClaimed[T any](ctx context.Context, t *Transport, claim func() bool, op
 		var zero T
 		return zero, NotSent, errors.Join(err, errSkipped)
 	}
-	c := conn{t: t, claim: claim}
-	v, err := op(ctx, &c)
+	c, _ := t.conns.Get().(*conn)
+	if c == nil {
+		c = new(conn)
+	}
+	*c = conn{t: t, claim: claim}
+	v, err := op(ctx, c)
 	sent := c.sent
+	*c = conn{}
+	t.conns.Put(c)
 	if sent == Ran && err != nil && SentOf(err) != Ran {
 		sent = MayHaveRun
 	}
@@ -63,15 +70,16 @@ func (c *conn) note(s Sent) {
 }
 
 // script runs one script command: directly through the client's own
-// method (viaClient), or queued as the command go-redis would build.
-func (c *conn) script(ctx context.Context, viaClient func() *redis.Cmd, args ...any) *redis.Cmd {
+// method (viaClient), or queued as the command go-redis would build from
+// name, script (or sha), keys and args, which only a queued call builds.
+func (c *conn) script(ctx context.Context, viaClient func() *redis.Cmd, name, script string, keys []string, args []any) *redis.Cmd {
 	direct, counted := c.t.direct()
 	if direct {
 		if counted {
 			defer c.t.undirect()
 		}
 		if c.claim != nil && !c.claim() {
-			cmd := redis.NewCmd(ctx, args...)
+			cmd := redis.NewCmd(ctx, scriptArgs(name, script, keys, args)...)
 			cmd.SetErr(errDropped)
 			return cmd
 		}
@@ -86,12 +94,13 @@ func (c *conn) script(ctx context.Context, viaClient func() *redis.Cmd, args ...
 		}
 		return cmd
 	}
-	cmd := redis.NewCmd(ctx, args...)
+	a := scriptArgs(name, script, keys, args)
+	cmd := redis.NewCmd(ctx, a...)
 	sent, err := c.t.wait(ctx, []redis.Cmder{cmd}, c.claim)
 	c.note(sent)
 	if err != nil {
 		// cmd may still be written by a sender: the caller gets another.
-		cmd = redis.NewCmd(ctx, args...)
+		cmd = redis.NewCmd(ctx, a...)
 		cmd.SetErr(err)
 	}
 	return cmd
@@ -109,19 +118,19 @@ func scriptArgs(name, script string, keys []string, args []any) []any {
 }
 
 func (c *conn) Eval(ctx context.Context, script string, keys []string, args ...any) *redis.Cmd {
-	return c.script(ctx, func() *redis.Cmd { return c.t.rdb.Eval(ctx, script, keys, args...) }, scriptArgs("eval", script, keys, args)...)
+	return c.script(ctx, func() *redis.Cmd { return c.t.rdb.Eval(ctx, script, keys, args...) }, "eval", script, keys, args)
 }
 
 func (c *conn) EvalSha(ctx context.Context, sha1 string, keys []string, args ...any) *redis.Cmd {
-	return c.script(ctx, func() *redis.Cmd { return c.t.rdb.EvalSha(ctx, sha1, keys, args...) }, scriptArgs("evalsha", sha1, keys, args)...)
+	return c.script(ctx, func() *redis.Cmd { return c.t.rdb.EvalSha(ctx, sha1, keys, args...) }, "evalsha", sha1, keys, args)
 }
 
 func (c *conn) EvalRO(ctx context.Context, script string, keys []string, args ...any) *redis.Cmd {
-	return c.script(ctx, func() *redis.Cmd { return c.t.rdb.EvalRO(ctx, script, keys, args...) }, scriptArgs("eval_ro", script, keys, args)...)
+	return c.script(ctx, func() *redis.Cmd { return c.t.rdb.EvalRO(ctx, script, keys, args...) }, "eval_ro", script, keys, args)
 }
 
 func (c *conn) EvalShaRO(ctx context.Context, sha1 string, keys []string, args ...any) *redis.Cmd {
-	return c.script(ctx, func() *redis.Cmd { return c.t.rdb.EvalShaRO(ctx, sha1, keys, args...) }, scriptArgs("evalsha_ro", sha1, keys, args)...)
+	return c.script(ctx, func() *redis.Cmd { return c.t.rdb.EvalShaRO(ctx, sha1, keys, args...) }, "evalsha_ro", sha1, keys, args)
 }
 
 // ScriptExists and ScriptLoad are the client's own, not batched (Script.Run

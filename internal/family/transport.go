@@ -36,11 +36,12 @@ const (
 // connection to give, or a closed client did not send it; anything else
 // may have run.
 func SentOf(err error) Sent {
+	if err == nil {
+		return Ran // before the targets of errors.As, which escape
+	}
 	var rerr redis.Error
 	var operr *net.OpError
 	switch {
-	case err == nil:
-		return Ran
 	case errors.As(err, &rerr):
 		return Ran
 	case errors.As(err, &operr) && operr.Op == "dial":
@@ -99,6 +100,8 @@ type Prober struct {
 	at      time.Time
 	last    *DialError
 	running chan struct{} // closed when the running dial ends
+
+	watches sync.Pool // *watch, reused by Watch: no timer allocated a call
 }
 
 // NewProber returns the prober of rdb.
@@ -196,21 +199,45 @@ func Watch[T any](ctx context.Context, p *Prober, after time.Duration, call func
 	if after <= 0 {
 		after = ProbeAfter
 	}
-	var found atomic.Pointer[DialError]
-	t := time.AfterFunc(after, func() {
-		// The probe outlives a call that ends meanwhile by at most one
-		// dial (probeTimeout), so that its result serves the next calls.
-		if de := p.Probe(context.WithoutCancel(ctx)); de != nil {
-			found.Store(de)
-		}
-	})
+	w, _ := p.watches.Get().(*watch)
+	if w == nil {
+		w = &watch{p: p, ctx: ctx}
+		w.t = time.AfterFunc(after, w.probe)
+	} else {
+		w.ctx = ctx
+		w.found.Store(nil)
+		w.t.Reset(after)
+	}
 	v, sent, err := call(ctx)
-	t.Stop()
-	if de := found.Load(); de != nil && err != nil && sent == MayHaveRun {
+	stopped := w.t.Stop()
+	de := w.found.Load()
+	if stopped { // the probe never started: w is free again
+		w.ctx = nil
+		p.watches.Put(w)
+	}
+	if de != nil && err != nil && sent == MayHaveRun {
 		// Refused meanwhile: this call never got a connection.
 		return v, NotSent, Named(err, de)
 	}
 	return v, sent, err
+}
+
+// watch is Watch's timer, kept by its Prober for the next Watch once it
+// was stopped before it fired.
+type watch struct {
+	p     *Prober
+	ctx   context.Context // the call's; set before the timer is armed
+	t     *time.Timer
+	found atomic.Pointer[DialError]
+}
+
+// probe runs on w's timer. The probe outlives a call that ends meanwhile
+// by at most one dial (probeTimeout), so that its result serves the next
+// calls.
+func (w *watch) probe() {
+	if de := w.p.Probe(context.WithoutCancel(w.ctx)); de != nil {
+		w.found.Store(de)
+	}
 }
 
 // Named returns err, an error of a call that got no reply, with the

@@ -17,14 +17,21 @@ import (
 // found gone ends the lease). A lease released or refreshed before then
 // never sends it, so a short hold costs nothing more.
 func StartClaim(b Backend, tok fence.Token, start time.Time, claim time.Duration, cfg Config) *Life {
-	l := Start(b, tok, start, claim, cfg)
+	l := new(Life)
+	l.BeginClaim(b, tok, start, claim, cfg)
+	return l
+}
+
+// BeginClaim is StartClaim in l, as Begin is Start.
+func (l *Life) BeginClaim(b Backend, tok fence.Token, start time.Time, claim time.Duration, cfg Config) {
+	l.Begin(b, tok, start, claim, cfg)
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.ctx.Err() == nil {
+	l.armLocked() // the claim's refresh waits for the end
+	if l.end == nil {
 		l.claimed = true
 		l.confirm = time.AfterFunc(time.Until(l.deadline)-Validity(claim, cfg.DriftFactor)/2, l.confirmClaim)
 	}
-	return l
 }
 
 // confirmClaim is StartClaim's refresh.
@@ -36,14 +43,14 @@ func (l *Life) confirmClaim() {
 		if !claimed || l.Err() != nil {
 			return // refreshed already, or over
 		}
-		ctx, cancel := context.WithDeadline(l.ctx, d)
+		ctx, cancel := context.WithDeadline(l.Context(), d)
 		err := l.refresh(ctx, l.cfg.TTL, true)
 		cancel()
 		if err == nil || l.Err() != nil {
 			return
 		}
 		select { // an I/O error: again, while the claim lasts
-		case <-l.ctx.Done():
+		case <-l.Done():
 			return
 		case <-time.After(min(time.Until(d)/4, 100*time.Millisecond)):
 		}

@@ -47,11 +47,13 @@ func testConfig() Config {
 	return Config{Lost: errTestLost, Released: errTestReleased, Invalid: errTestInvalid}
 }
 
-// lateTimer starts a lifetime of ttl whose timer will not fire.
+// lateTimer starts a lifetime of ttl whose timer will not fire: armed,
+// then stopped.
 func lateTimer(t *testing.T, b Backend, ttl time.Duration) *Life {
 	t.Helper()
 	l := Start(b, fence.Token{Key: "k", Seq: 7, Holder: "h"}, time.Now(), ttl, testConfig())
 	l.mu.Lock()
+	l.armLocked()
 	l.timer.Stop()
 	l.mu.Unlock()
 	t.Cleanup(func() { l.End(errTestReleased) })
@@ -89,6 +91,7 @@ func TestExpireFollowsMovedDeadline(t *testing.T) {
 	l := Start(&stub{}, fence.Token{Key: "k", Seq: 1, Holder: "h"}, time.Now(), 30*time.Millisecond, testConfig())
 	t.Cleanup(func() { l.End(errTestReleased) })
 	l.mu.Lock()
+	l.armLocked()
 	moved := time.Now().Add(time.Second) // as a refresh does, without touching the timer
 	l.deadline = moved
 	l.mu.Unlock()

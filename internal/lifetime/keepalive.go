@@ -11,9 +11,10 @@ import (
 func (l *Life) keepAlive(ttl, every time.Duration) {
 	t := time.NewTicker(every)
 	defer t.Stop()
+	done := l.Done()
 	for {
 		select {
-		case <-l.ctx.Done():
+		case <-done:
 			return
 		case <-t.C:
 		}
@@ -21,7 +22,7 @@ func (l *Life) keepAlive(ttl, every time.Duration) {
 		if d := l.Deadline(); d.Before(bound) {
 			bound = d
 		}
-		rctx, cancel := context.WithDeadline(l.ctx, bound)
+		rctx, cancel := context.WithDeadline(l.Context(), bound)
 		_ = l.refresh(rctx, ttl, true) // a loss ends the lease; other failures retry next tick
 		cancel()
 	}

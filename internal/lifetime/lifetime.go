@@ -60,50 +60,61 @@ type Life struct {
 	b   Backend
 	cfg Config
 
-	// op serialises Refresh, Release and Reissue: a token, taken with a
-	// select on the caller's context, so that waiting for it cannot
-	// outlive that context either.
-	op chan struct{}
-
 	started time.Time // the start of the acquire
 
-	mu       sync.Mutex
+	mu sync.Mutex
+	// opBusy serialises Refresh, Release and Reissue (see lockOp); opFree
+	// is made by a caller that waits for the op, and closed when it ends,
+	// so that waiting for it cannot outlive the waiter's context either.
+	opBusy   bool
+	opFree   chan struct{}
 	released bool
 	tok      fence.Token
 	deadline time.Time // monotonic
-	timer    *time.Timer
-	claimed  bool        // StartClaim's, until a refresh confirmed the lock
-	confirm  *time.Timer // StartClaim's refresh
-	ctx      context.Context
-	cancel   context.CancelCauseFunc
+	// timer ends the lease at its deadline, from the first moment
+	// something waits for that (see arm); until then the deadline is read
+	// when asked, so a lease acquired and released never starts one.
+	timer   *time.Timer
+	claimed bool        // StartClaim's, until a refresh confirmed the lock
+	confirm *time.Timer // StartClaim's refresh
+	// end is why the lease ended; nil while it lasts.
+	end error
+	// ctx is cancelled with end as its cause; made by the first caller
+	// that asks for it (see ctxLocked).
+	ctx    context.Context
+	cancel context.CancelCauseFunc
 }
 
 // Start begins the lifetime of a lease whose acquire started at start with
 // ttl. It starts the keep-alive when cfg asks for one.
 func Start(b Backend, tok fence.Token, start time.Time, ttl time.Duration, cfg Config) *Life {
-	l := &Life{b: b, cfg: cfg, tok: tok, op: make(chan struct{}, 1), started: start}
-	l.ctx, l.cancel = context.WithCancelCause(context.Background())
-	l.ctx = leasectx.With(l.ctx, l.Deadline) // the storage bounds a transaction by it
+	l := new(Life)
+	l.Begin(b, tok, start, ttl, cfg)
+	return l
+}
+
+// Begin is Start in l, a zero Life that its owner holds by value (one
+// allocation fewer). l must not be copied afterwards.
+func (l *Life) Begin(b Backend, tok fence.Token, start time.Time, ttl time.Duration, cfg Config) {
+	l.b, l.cfg, l.tok, l.started = b, cfg, tok, start
 	l.deadline = start.Add(ttl - Drift(ttl, cfg.DriftFactor))
-	// Under the lock: a deadline already past fires expire at once, and
-	// expire must find the timer set.
-	l.mu.Lock()
-	l.timer = time.AfterFunc(time.Until(l.deadline), l.expire)
-	l.mu.Unlock()
+	if cfg.KeepAlive > 0 || cfg.Hooks != nil && cfg.Hooks.Lost != nil {
+		// The keep-alive waits for the end, and a loss is reported when
+		// it happens.
+		l.mu.Lock()
+		l.armLocked()
+		l.mu.Unlock()
+	}
 	if cfg.KeepAlive > 0 {
 		go l.keepAlive(cfg.TTL, cfg.KeepAlive)
 	}
-	return l
 }
 
 // Nil is the lifetime behind a nil lease (a caller that deferred Release
 // before checking the acquire's error): ended, with an error wrapping
 // cfg.Invalid as its Err and as the error of every call, and no I/O.
 func Nil(cfg Config) *Life {
-	l := &Life{cfg: cfg, op: make(chan struct{}, 1), released: true}
-	l.ctx, l.cancel = context.WithCancelCause(context.Background())
-	l.cancel(fmt.Errorf("%w: nil lease (did its acquire fail?)", cfg.Invalid))
-	return l
+	return &Life{cfg: cfg, released: true, end: fmt.Errorf("%w: nil lease (did its acquire fail?)", cfg.Invalid)}
 }
 
 // Token returns the current token.
@@ -121,22 +132,64 @@ func (l *Life) Deadline() time.Time {
 }
 
 // Done closes when the lease ends.
-func (l *Life) Done() <-chan struct{} { return l.ctx.Done() }
+func (l *Life) Done() <-chan struct{} { return l.Context().Done() }
 
 // Context is cancelled when the lease ends; its cause is Err.
-func (l *Life) Context() context.Context { return l.ctx }
+func (l *Life) Context() context.Context {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.armLocked()
+	return l.ctxLocked()
+}
+
+// ctxLocked returns the lease's context, made now if nobody asked for it
+// before (cancelled at once when the lease has ended). l.mu is held.
+func (l *Life) ctxLocked() context.Context {
+	if l.ctx == nil {
+		l.ctx, l.cancel = context.WithCancelCause(context.Background())
+		l.ctx = leasectx.With(l.ctx, l.Deadline) // the storage bounds a transaction by it
+		if l.end != nil {
+			l.cancel(l.end)
+		}
+	}
+	return l.ctx
+}
 
 // Err is nil while the lease lasts, then why it ended.
 func (l *Life) Err() error {
-	if l.ctx.Err() == nil {
-		return nil
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.timer == nil {
+		l.passedLocked()
 	}
-	return context.Cause(l.ctx)
+	return l.end
+}
+
+// armLocked starts the timer that ends the lease at its deadline, for a
+// caller that waits for the end (Done, Context, a refresh in flight, the
+// keep-alive, a claim, a Lost hook); a deadline already past ends it now.
+// l.mu is held, so that expire, which takes it, finds the timer set.
+func (l *Life) armLocked() {
+	if l.timer != nil || l.passedLocked() {
+		return
+	}
+	l.timer = time.AfterFunc(time.Until(l.deadline), l.expire)
+}
+
+// passedLocked ends the lease as lost when its deadline has passed, as
+// the timer would, and reports whether the lease has ended. l.mu is held.
+func (l *Life) passedLocked() bool {
+	if l.end == nil && !time.Now().Before(l.deadline) {
+		l.endLocked(fmt.Errorf("%w: %q: local deadline passed", l.cfg.Lost, l.tok.Key))
+	}
+	return l.end != nil
 }
 
 // Held reports whether the lease has not ended and its deadline is ahead.
 func (l *Life) Held() bool {
-	return l.ctx.Err() == nil && time.Now().Before(l.Deadline())
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.end == nil && time.Now().Before(l.deadline)
 }
 
 // Refresh validates ttl, asks the backend to extend the lock and moves the
@@ -189,11 +242,13 @@ func (l *Life) refresh(ctx context.Context, ttl time.Duration, keepAlive bool) (
 	}
 	if !time.Now().Before(l.deadline) { // it passed, and the timer is late: Held already said lost
 		l.endLocked(fmt.Errorf("%w: %q: local deadline passed", l.cfg.Lost, l.tok.Key))
-		return context.Cause(l.ctx)
+		return l.end
 	}
 	l.deadline = deadline
 	l.claimed = false // the holder set the lock's ttl itself
-	l.timer.Reset(time.Until(deadline))
+	if l.timer != nil {
+		l.timer.Reset(time.Until(deadline))
+	}
 	return nil
 }
 
@@ -220,15 +275,15 @@ func (l *Life) Release(ctx context.Context) error {
 	l.End(l.cfg.Released)
 	err := l.lockOp(ctx)
 	if err == nil {
-		// select picks at random when ctx has ended and the token is free:
-		// an ended ctx goes to the background either way.
+		// A free op is taken whatever ctx says: an ended ctx goes to the
+		// background.
 		if err = Ended(ctx); err != nil {
 			l.unlockOp()
 		}
 	}
 	if err != nil {
 		l.cfg.Pending.Go(func() {
-			l.op <- struct{}{}
+			_ = l.lockOp(context.Background())
 			defer l.unlockOp()
 			_ = Detach(context.WithoutCancel(ctx), CleanupMin, CleanupMin, func(ctx context.Context) error {
 				if err := l.b.Release(ctx); !errors.Is(err, l.cfg.Lost) {
@@ -292,17 +347,39 @@ func (l *Life) Reissue(ctx context.Context, floor uint64) (fence.Token, error) {
 	return l.tok, nil
 }
 
-// lockOp takes the op token, or returns when ctx ends first.
+// lockOp takes the op, or returns when ctx ends first. A free op is taken
+// whatever ctx says.
 func (l *Life) lockOp(ctx context.Context) error {
-	select {
-	case l.op <- struct{}{}:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
+	for {
+		l.mu.Lock()
+		if !l.opBusy {
+			l.opBusy = true
+			l.mu.Unlock()
+			return nil
+		}
+		if l.opFree == nil {
+			l.opFree = make(chan struct{})
+		}
+		free := l.opFree
+		l.mu.Unlock()
+		select {
+		case <-free:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
 }
 
-func (l *Life) unlockOp() { <-l.op }
+// unlockOp ends the op and wakes those that wait for it.
+func (l *Life) unlockOp() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.opBusy = false
+	if l.opFree != nil {
+		close(l.opFree)
+		l.opFree = nil
+	}
+}
 
 // live returns Err, or ends the lease when its deadline has passed but the
 // timer has not fired yet: a lease that Held called lost stays lost.
@@ -314,7 +391,7 @@ func (l *Life) live() error {
 	}
 	if !time.Now().Before(l.deadline) {
 		l.endLocked(fmt.Errorf("%w: %q: local deadline passed", l.cfg.Lost, l.tok.Key))
-		return context.Cause(l.ctx)
+		return l.end
 	}
 	return nil
 }
@@ -323,7 +400,7 @@ func (l *Life) live() error {
 // reissue in flight is moot once the lease was released or lost.
 func (l *Life) bound(ctx context.Context) (context.Context, func()) {
 	cctx, cancel := context.WithCancel(ctx)
-	stop := context.AfterFunc(l.ctx, cancel)
+	stop := context.AfterFunc(l.Context(), cancel)
 	return cctx, func() { stop(); cancel() }
 }
 
@@ -341,41 +418,45 @@ func (l *Life) fail(err error) error {
 	return err
 }
 
-// End ends the lease with reason, once; later calls change nothing.
+// End ends the lease with reason, once; later calls change nothing. A
+// lease whose deadline has passed has ended already, lost, whether or not
+// a timer said so.
 func (l *Life) End(reason error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.endLocked(reason)
+	if l.timer != nil || !l.passedLocked() {
+		l.endLocked(reason)
+	}
 }
 
 // endLocked ends the lease with reason unless it has ended, and reports a
 // loss (any reason but Released) from a goroutine of its own, since hooks
 // must not run under l.mu.
 func (l *Life) endLocked(reason error) {
-	if l.ctx.Err() != nil {
+	if l.end != nil {
 		return
 	}
-	l.timer.Stop()
+	l.end = reason
+	if l.timer != nil {
+		l.timer.Stop()
+	}
 	l.stopConfirm()
-	l.cancel(reason)
+	if l.cancel != nil {
+		l.cancel(reason)
+	}
 	if reason != l.cfg.Released && l.cfg.Hooks != nil && l.cfg.Hooks.Lost != nil {
 		e := observe.Lost{Kind: l.cfg.Kind, Token: l.tok, Held: time.Since(l.started), Err: reason}
 		go emit.Lost(l.cfg.Hooks, e)
 	}
 }
 
-func (l *Life) errLocked() error {
-	if l.ctx.Err() == nil {
-		return nil
-	}
-	return context.Cause(l.ctx)
-}
+func (l *Life) errLocked() error { return l.end }
 
 // expire runs on the timer: the lease is lost once its deadline passed.
 func (l *Life) expire() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.ctx.Err() != nil {
+	if l.end != nil {
 		return
 	}
 	if d := time.Until(l.deadline); d > 0 { // a refresh moved the deadline

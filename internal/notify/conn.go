@@ -266,12 +266,55 @@ func (c *conn) dropLocked() {
 }
 
 // dispatch reads a classic connection until it is closed and hands each
-// message to one waiter; go-redis pings it and reconnects it.
+// message to one waiter, on this goroutine: go-redis's Channel would put
+// its reader goroutine, a Go channel and a health-check goroutine's wake-up
+// between the socket and the waiter. Like that health check, a timer pings
+// the connection while it is silent, every pingEvery; go-redis reconnects
+// one whose read or ping fails, and subscribes its channels again.
 func (c *conn) dispatch(ps *redis.PubSub) {
-	for m := range ps.ChannelWithSubscriptions() {
-		c.handle(ps, m)
+	h := &health{ps: ps}
+	h.t = time.AfterFunc(pingEvery, h.ping)
+	defer h.t.Stop()
+	failed := false
+	for {
+		m, err := ps.Receive(context.Background())
+		h.t.Reset(pingEvery)
+		switch {
+		case errors.Is(err, redis.ErrClosed):
+			return
+		case err != nil:
+			if failed { // again: let the reconnect breathe
+				time.Sleep(restartPause)
+			}
+			failed = true
+		default:
+			failed = false
+			c.handle(ps, m)
+		}
 	}
 }
+
+// health pings a silent classic connection, as go-redis's Channel does.
+type health struct {
+	ps *redis.PubSub
+	t  *time.Timer
+}
+
+// ping runs on h's timer: its Pong, read by dispatch, re-arms the timer,
+// and so does a ping that found no reply yet, until the connection is
+// closed.
+func (h *health) ping() {
+	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
+	err := h.ps.Ping(ctx)
+	cancel()
+	if !errors.Is(err, redis.ErrClosed) {
+		h.t.Reset(pingEvery)
+	}
+}
+
+// pingEvery is how long a classic pub/sub connection may be silent before
+// it is pinged (go-redis's Channel: 3s).
+const pingEvery = 3 * time.Second
 
 // receive reads a sharded connection until it is closed, and replaces it on
 // the first error (see conn).

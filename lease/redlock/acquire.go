@@ -7,10 +7,9 @@ import (
 	"slices"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/fencelock/fencelock/fence"
 	"github.com/fencelock/fencelock/internal/family"
+	"github.com/fencelock/fencelock/internal/holderid"
 	"github.com/fencelock/fencelock/internal/lifetime"
 	"github.com/fencelock/fencelock/internal/protocol"
 	"github.com/fencelock/fencelock/internal/sentinel"
@@ -45,7 +44,7 @@ func (a *attempt) Try(ctx context.Context) (*family.Grant, family.Miss, error) {
 	q, name, ttl := a.q, a.r.Name, a.r.TTL
 	holder := a.r.Holder
 	if holder == "" {
-		holder = uuid.NewString() // a fresh id per attempt: see releaseAfter
+		holder = holderid.New() // a fresh id per attempt: see releaseAfter
 	}
 	args := q.tryFor(holder, ttl)
 	drift := lifetime.Drift(ttl, q.cfg.DriftFactor)

@@ -59,6 +59,15 @@ func (e *env) clients() locks.Clients {
 	return locks.Clients{Single: e.single, Many: e.many, SingleOpt: e.singleOpt}
 }
 
+// serversOf returns the clients of l's servers: the single-node server,
+// or the first l.Nodes of the independent ones.
+func (e *env) serversOf(l *locks.Lock) []redis.UniversalClient {
+	if l.Nodes > 1 && l.Nodes <= len(e.many) {
+		return e.many[:l.Nodes]
+	}
+	return []redis.UniversalClient{e.single}
+}
+
 // fresh returns new clients on the same servers, every connection of which
 // is named name (CLIENT SETNAME), so that CLIENT LIST can tell them apart,
 // and a func that closes them. go-redis dials lazily: an unused client

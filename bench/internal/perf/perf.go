@@ -24,7 +24,7 @@ import (
 // pg_guarded, pg_guarded_withtx with pgverifier and pg_perrow; "sql" runs
 // sql_unguarded, sql_guarded, sql_guarded_withtx with sqlverifier and
 // sql_perrow on MariaDB and on PostgreSQL).
-var Scenarios = []string{"uncontended", "parallel", "wake", "hotkey", "hotkey64", "waiters", "pg", "sql"}
+var Scenarios = []string{"uncontended", "cost", "parallel", "wake", "hotkey", "hotkey64", "waiters", "pg", "sql"}
 
 // Usage is the synopsis of `bench perf`.
 const Usage = "go run ./bench perf [-quick] [-json FILE] [-html FILE] [-redis-url URL[,URL...]] [-database-url URL] [-mysql-dsn DSN] [-locks KIND,...] [-scenarios NAME,...] [-servers KIND,...]"
@@ -145,6 +145,8 @@ func runScenario(ctx context.Context, s string, run *runner, env *env, ls []*loc
 	switch s {
 	case "uncontended":
 		out = uncontended(ctx, run, ls)
+	case "cost":
+		out = cost(ctx, run, env, ls)
 	case "parallel":
 		out = parallel(ctx, run, ls)
 	case "wake":

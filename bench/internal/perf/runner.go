@@ -33,6 +33,7 @@ type sizes struct {
 	waitWindow  time.Duration // waiters: the window whose CPU time is measured
 	pgRounds    int
 	pgBatch     int
+	costOps     int // cost: acquire+releases per lock
 }
 
 var (
@@ -40,12 +41,12 @@ var (
 		wakeRounds: 10, wakeSamples: 20, wakeBlock: [2]time.Duration{10 * time.Millisecond, 40 * time.Millisecond},
 		hotRounds: 6, hotSlice: 500 * time.Millisecond, hotHold: time.Millisecond,
 		waiters: 1000, waiterKeys: 100, waitSettle: time.Second, waitWindow: 2 * time.Second,
-		pgRounds: 10, pgBatch: 200}
+		pgRounds: 10, pgBatch: 200, costOps: 500}
 	quickSizes = sizes{rounds: 5, batch: 40, parRounds: 4, slice: 100 * time.Millisecond, workers: 64,
 		wakeRounds: 4, wakeSamples: 5, wakeBlock: [2]time.Duration{5 * time.Millisecond, 15 * time.Millisecond},
 		hotRounds: 2, hotSlice: 300 * time.Millisecond, hotHold: time.Millisecond,
 		waiters: 100, waiterKeys: 10, waitSettle: 300 * time.Millisecond, waitWindow: time.Second,
-		pgRounds: 3, pgBatch: 50}
+		pgRounds: 3, pgBatch: 50, costOps: 100}
 )
 
 // runner holds what every scenario shares: the run id that keeps keys

@@ -11,6 +11,14 @@ import (
 // best of them (by the figure at hand) is "the best peer".
 var peers = []string{"redsync-1", "redislock", "rueidislock"}
 
+// maxAllocsPerOp and maxCmdsPerOp bound what one uncontended acquire+release
+// of the lease (fair and fenced, its defaults) may cost: allocations in
+// the process, and commands its Redis runs.
+const (
+	maxAllocsPerOp = 40
+	maxCmdsPerOp   = 7
+)
+
 // maxPubSubPerClient is the most pub/sub connections 1,000 waiters of one
 // lease Client may use.
 const maxPubSubPerClient = 2
@@ -122,6 +130,22 @@ func targets(rs, ceilings []report.Result) []report.Target {
 	ts.compare("lease uncontended p50 ≤ 1.05× best peer", lease("uncontended"), bestPeer(rs, "uncontended", p50, true), p50, "µs", 1.05, atMost)
 	ts.compare("lease uncontended p50 ≤ 1.15× raw", lease("uncontended"), get("raw", "uncontended"), p50, "µs", 1.15, atMost)
 	ts.compare("redlock-5 uncontended p50 ≤ redsync-5", get("redlock-5", "uncontended"), get("redsync-5", "uncontended"), p50, "µs", 1, atMost)
+	c := lease("cost")
+	for _, f := range []struct {
+		name  string
+		fig   *float64
+		limit float64
+	}{{"allocations", report.Field(c, func(r *report.Result) *float64 { return r.AllocsPerOp }), maxAllocsPerOp},
+		{"server commands", report.Field(c, func(r *report.Result) *float64 { return r.CmdsPerOp }), maxCmdsPerOp}} {
+		m := ""
+		if f.fig != nil {
+			m = fmt.Sprintf("%.1f %s per acquire+release", *f.fig, f.name)
+			if f.name == "server commands" {
+				m += ": " + report.CommandsText(c.Commands)
+			}
+		}
+		ts.add(fmt.Sprintf("lease (fair, fenced) ≤ %.0f %s per acquire+release", f.limit, f.name), f.fig, f.limit, atMost, m)
+	}
 	ts.compare("lease parallel ≥ best peer", lease("parallel"), bestPeer(rs, "parallel", ops, false), ops, "ops/s", 1, atLeast)
 	ts.compare("lease parallel ≥ 0.9× raw", lease("parallel"), get("raw", "parallel"), ops, "ops/s", 0.9, atLeast)
 	ts.compare("redlock-5 parallel ≥ redsync-5", get("redlock-5", "parallel"), get("redsync-5", "parallel"), ops, "ops/s", 1, atLeast)

@@ -44,6 +44,14 @@ type Result struct {
 	// the last waiter's acquire (nil unless every waiter got the lock).
 	CPUPerSec     *float64 `json:"cpu_per_sec,omitempty"`
 	AllAcquiredMs *float64 `json:"all_acquired_ms,omitempty"`
+	// cost: per acquire+release, each lock alone: the bench process's
+	// allocations and bytes (runtime.MemStats), and the commands the lock's
+	// servers ran (INFO commandstats, summed over its nodes), in all and by
+	// command name.
+	AllocsPerOp *float64           `json:"allocs_per_op,omitempty"`
+	BytesPerOp  *float64           `json:"bytes_per_op,omitempty"`
+	CmdsPerOp   *float64           `json:"commands_per_op,omitempty"`
+	Commands    map[string]float64 `json:"commands,omitempty"`
 	// Interleaved scenarios (uncontended, parallel, wake, hotkey,
 	// hotkey64, and the database writes pg_*, sql_*): the lock's (write's)
 	// figure in each round (p50 µs, or ops/s), in round order; null for a

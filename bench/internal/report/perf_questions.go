@@ -1,8 +1,10 @@
 package report
 
 import (
+	"cmp"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 )
 
@@ -56,6 +58,51 @@ func WakeText(p *float64) string {
 		return "before release returned"
 	}
 	return fmtDurFine(*p)
+}
+
+// fmtCount is a per-op count: whole when it is near one, else to one
+// decimal; "—" when missing.
+func fmtCount(p *float64) string {
+	if p == nil || math.IsNaN(*p) {
+		return "—"
+	}
+	if math.Abs(*p-math.Round(*p)) < 0.05 {
+		return fmt.Sprintf("%.0f", *p)
+	}
+	return fmt.Sprintf("%.1f", *p)
+}
+
+// CommandsText says the commands of one op, the most frequent first:
+// "EVALSHA×2, SET×2, DEL, GET". A command run in fewer than a tenth of the
+// ops is left out; "—" when there is none.
+func CommandsText(per map[string]float64) string {
+	type cmd struct {
+		name string
+		n    float64
+	}
+	var cs []cmd
+	for name, n := range per {
+		if n >= 0.1 {
+			cs = append(cs, cmd{strings.ToUpper(name), n})
+		}
+	}
+	if len(cs) == 0 {
+		return "—"
+	}
+	slices.SortFunc(cs, func(a, b cmd) int {
+		if c := cmp.Compare(b.n, a.n); c != 0 {
+			return c
+		}
+		return strings.Compare(a.name, b.name)
+	})
+	parts := make([]string, len(cs))
+	for i, c := range cs {
+		parts[i] = c.name
+		if n := fmtCount(&c.n); n != "1" {
+			parts[i] += "×" + n
+		}
+	}
+	return strings.Join(parts, ", ")
 }
 
 // fmtDurFine formats microseconds with one decimal: "115.8 µs", "9.6 ms".
@@ -122,6 +169,16 @@ func questions(rep *Perf) []question {
 			notes: []string{ratioNote + " Lower is faster."}}
 		for _, r := range rs {
 			q.rows = append(q.rows, []string{r.Lock, fmtUs(r.P50us), fmtUs(r.P99us), fmtRatio(r.VsRaw), fmtRatio(r.VsBest), roundsText(r, "%.0f"), resultErrors(r)})
+		}
+		qs = append(qs, q)
+	}
+	if rs := scenarioResults(rep, "cost"); len(rs) > 0 {
+		q := question{id: "cost", title: "What does one acquire + release cost?",
+			caption: "each lock alone, one at a time on distinct keys, after a warm-up (not timed: neither figure depends on the load)",
+			head:    []string{"lock", "allocs/op", "B/op", "cmds/op", "errors", "commands per op"}, left: 1, wrapCol: 5,
+			notes: []string{"allocs/op, B/op: the bench process's (runtime.MemStats), one of them the bench's own Hold. cmds/op: what the lock's servers ran (INFO commandstats, summed over its nodes; a script's commands count), which is what the lock costs a shared Redis."}}
+		for _, r := range rs {
+			q.rows = append(q.rows, []string{r.Lock, fmtCount(r.AllocsPerOp), fmtF("%.0f")(r.BytesPerOp), fmtCount(r.CmdsPerOp), resultErrors(r), CommandsText(r.Commands)})
 		}
 		qs = append(qs, q)
 	}
