@@ -5,13 +5,11 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/fencelock/fencelock/fence"
 	"github.com/fencelock/fencelock/internal/counterbound"
 	"github.com/fencelock/fencelock/internal/protocol"
 )
@@ -49,27 +47,16 @@ var errCounterMoved = errors.New("the lock or its counter changed during the rep
 func (g *globals) repairCounter(args []string) int {
 	fs := g.flagSet("repair-counter")
 	yes := fs.Bool("yes", false, "make the change")
-	pos, err := parseArgs(fs, args)
-	switch {
-	case errors.Is(err, flag.ErrHelp):
-		return g.help()
-	case err != nil:
-		return g.usageError("repair-counter: %v", err)
-	case len(pos) != 1:
-		return g.usageError("repair-counter: want one lock NAME, got %d arguments", len(pos))
+	pos, code := g.parseCommand(fs, args, "NAME")
+	if pos == nil {
+		return code
 	}
 	name := pos[0]
-	if err := fence.ValidateKey(name); err != nil {
-		return g.usageError("repair-counter: %v", err)
-	}
-	b, code := g.backend()
+	b, ctx, done, code := g.session()
 	if b == nil {
 		return code
 	}
-	bud := newBudget(g.timeout)
-	defer closeBy(b, bud.hard)
-	ctx, cancel := bud.ctx()
-	defer cancel()
+	defer done()
 
 	keys := protocol.KeysFor(g.prefix, name)
 	fmt.Fprintf(g.stdout, "lock      %s\n", name)
