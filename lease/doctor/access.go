@@ -23,10 +23,16 @@ type RefusedError struct {
 	Check   string // the check that could not run, one of the Check constants
 	Command string // the refused command: "INFO", "CONFIG GET", "PING", "TIME"
 	Err     error  // the server's reply
+
+	keys string // the key pattern refused, when the reply is about keys
 }
 
 func (e *RefusedError) Error() string {
-	return fmt.Sprintf("%s check not run: the server refused %s (%v); grant the user %s", e.Check, e.Command, e.Err, permission(e.Command))
+	grant := permission(e.Command)
+	if e.keys != "" {
+		grant = "access to the keys " + e.keys
+	}
+	return fmt.Sprintf("%s check not run: the server refused %s (%v); grant the user %s", e.Check, e.Command, e.Err, grant)
 }
 
 // Is reports whether target is ErrRefused.
@@ -44,6 +50,19 @@ func permission(command string) string {
 func isNoPerm(err error) bool {
 	var rerr redis.Error
 	return errors.As(err, &rerr) && strings.HasPrefix(rerr.Error(), "NOPERM")
+}
+
+// refusedKeys is refused for a command on keys matching pattern: a NOPERM
+// that names keys asks for access to them, not for the command.
+func refusedKeys(check, command, pattern string, err error) error {
+	var re *RefusedError
+	if errors.As(refused(check, command, err), &re) {
+		if strings.Contains(strings.ToLower(err.Error()), "key") {
+			re.keys = pattern
+		}
+		return re
+	}
+	return err
 }
 
 // refused wraps err in a *RefusedError for check when it is NOPERM, and

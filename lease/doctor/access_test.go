@@ -33,8 +33,9 @@ func aclUser(t *testing.T, r *testenv.Redis, user, pw string, rules ...string) *
 }
 
 // TestRefused: a check the server refuses with NOPERM is an error that
-// names the check and the permission, not a finding of health; the checks
-// the user may run still report.
+// names the check and the permission (a key pattern when the refusal is
+// about keys), not a finding of health; the checks the user may run still
+// report.
 func TestRefused(t *testing.T) {
 	r := testenv.NewRedis(t, testenv.RedisOptions{Args: []string{"--appendonly", "no", "--save", ""}})
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
@@ -66,6 +67,16 @@ func TestRefused(t *testing.T) {
 	}
 	assert.NotEmpty(t, only(fs, doctor.CheckClock), "TIME still answered")
 	assert.NotEmpty(t, only(fs, doctor.CheckAuth))
+
+	// Every command, but not fencelock's keys: the grant is key access
+	// (it said "+get", which the user had).
+	require.NoError(t, client(t, r).Set(ctx, "fencelock:{x}:fence", 5, 0).Err())
+	otherKeys := aclUser(t, r, "otherkeys", "pw", "+@all", "~other:*")
+	_, err = doctor.Check(ctx, otherKeys)
+	require.ErrorAs(t, err, &re)
+	assert.Equal(t, doctor.CheckCounters, re.Check)
+	assert.Equal(t, "GET", re.Command)
+	assert.Contains(t, err.Error(), "grant the user access to the keys ~fencelock:*")
 
 	// An I/O failure is not a refusal.
 	closed := redis.NewClient(&redis.Options{Addr: testenv.ClosedAddr(t), MaxRetries: -1})

@@ -60,7 +60,7 @@ func counterFindings(ctx context.Context, n *redis.Client, cfg *config) ([]Findi
 			}
 			for i, g := range gets {
 				if isNoPerm(g.Err()) {
-					return nil, refused(CheckCounters, "GET", g.Err())
+					return nil, refusedKeys(CheckCounters, "GET", "~"+globEscape(cfg.prefix)+"*", g.Err())
 				}
 				seq, err := strconv.ParseUint(g.Val(), 10, 64)
 				if err != nil {
