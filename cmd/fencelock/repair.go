@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -64,7 +65,7 @@ func (g *globals) repairCounter(args []string) int {
 	for _, rdb := range redisOf(b) {
 		r, err := repairOn(ctx, rdb, keys, *yes)
 		if err = g.timedOut(err); err != nil {
-			status = g.fail(exitFailure, "repair-counter %q on %s: %v", name, r.Addr, err)
+			status = g.fail(exitFailure, "repair-counter %q on %s: %v%s", name, r.Addr, err, transactionHint(err))
 			continue
 		}
 		fmt.Fprintf(g.stdout, "node      %s counter=%d limit=%d (the server's clock + %s)\n", r.Addr, r.Counter, r.Limit, aheadText)
@@ -83,6 +84,16 @@ func (g *globals) repairCounter(args []string) int {
 		}
 	}
 	return status
+}
+
+// transactionHint names the permission repair-counter needs beyond
+// fencelock's own ACL when the server refused it one (an EXECABORT wraps
+// the NOPERM).
+func transactionHint(err error) string {
+	if !strings.Contains(err.Error(), "NOPERM") {
+		return ""
+	}
+	return "; repair-counter needs +@transaction (WATCH, MULTI, EXEC) beside fencelock's own ACL (docs/operating.md)"
 }
 
 // redisOf returns the Redis clients of b: one, or a Redlock's masters.
