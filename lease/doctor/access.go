@@ -155,6 +155,13 @@ func authFinding(ctx context.Context, n *redis.Client) []Finding {
 				"counter: write access to fencelock's keys is full trust over those locks.",
 			Fix: "Give the default user a password or turn it off (ACL SETUSER default off, or requirepass), and " +
 				"give fencelock a user of its own with the minimal ACL (docs/operating.md)."}}
+	case isNoPerm(err):
+		return []Finding{{Check: CheckAuth, Severity: Warn,
+			Finding: "the default user has no password: a client without credentials is served with its ACL (PING " +
+				"was refused with NOPERM, not NOAUTH)",
+			Consequence: "Whoever reaches the port gets what the default user may do; if that includes fencelock's " +
+				"keys, they can take, release or hold any lock.",
+			Fix: "Give the default user a password or turn it off (ACL SETUSER default off, or requirepass)."}}
 	case errors.As(err, &rerr):
 		return []Finding{{Check: CheckAuth, Severity: Info,
 			Finding: "a client without credentials is refused (" + firstWord(rerr.Error()) + ")"}}

@@ -87,7 +87,8 @@ func TestRefused(t *testing.T) {
 }
 
 // TestAuth: a default user with a password (or turned off) is Info; the
-// default user without one is Warn (every server testenv starts).
+// default user without one is Warn (every server testenv starts), even
+// when its ACL refuses PING.
 func TestAuth(t *testing.T) {
 	r := testenv.NewRedis(t)
 	fs := check(t, client(t, r), doctor.WithReplicas(false))
@@ -102,6 +103,19 @@ func TestAuth(t *testing.T) {
 	fs = check(t, c, doctor.WithReplicas(false))
 	f := one(t, fs, doctor.CheckAuth, doctor.Info)
 	assert.Contains(t, f.Finding, "refused (NOAUTH")
+
+	// A default user without a password but without PING answers NOPERM:
+	// it is served (here GET on every key), not refused.
+	limited := testenv.NewRedis(t)
+	admin := client(t, limited)
+	require.NoError(t, admin.Do(t.Context(), "ACL", "SETUSER", "fladmin", "on", ">pw", "~*", "&*", "+@all").Err())
+	require.NoError(t, admin.Do(t.Context(), "ACL", "SETUSER", "default", "on", "nopass", "-@all", "+get", "~*").Err())
+	opt = limited.Options()
+	opt.Username, opt.Password = "fladmin", "pw"
+	c2 := redis.NewClient(opt)
+	defer c2.Close()
+	fs = check(t, c2, doctor.WithReplicas(false))
+	assert.Contains(t, one(t, fs, doctor.CheckAuth, doctor.Warn).Finding, "no password")
 }
 
 // TestTransport: plaintext to a host that is not this one is Warn; TLS
