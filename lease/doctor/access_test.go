@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -170,4 +171,39 @@ func TestPoisonedCounter(t *testing.T) {
 
 	fs = check(t, rdb, doctor.WithReplicas(false), doctor.WithPrefix("other:"))
 	assert.Contains(t, one(t, fs, doctor.CheckCounters, doctor.Danger).Finding, "x (9007199254740990)")
+}
+
+// failGets is a fault at one exact point: the first pipeline of GETs
+// (the counters check's) fails as a lost connection does, every command
+// in it with the error; the later calls reach the server.
+type failGets struct{ done atomic.Bool }
+
+func (*failGets) DialHook(next redis.DialHook) redis.DialHook          { return next }
+func (*failGets) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+func (f *failGets) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if len(cmds) == 0 || cmds[0].Name() != "get" || !f.done.CompareAndSwap(false, true) {
+			return next(ctx, cmds)
+		}
+		err := &net.OpError{Op: "read", Net: "tcp", Err: errors.New("connection reset by peer")}
+		for _, c := range cmds {
+			c.SetErr(err)
+		}
+		return err
+	}
+}
+
+// TestCountersLostReply: a GET that got no reply (the connection was lost)
+// makes the counters check fail, not report "no poisoned counter" over
+// the counter it did not read (it did).
+func TestCountersLostReply(t *testing.T) {
+	r := testenv.NewRedis(t)
+	rdb := client(t, r)
+	require.NoError(t, rdb.Set(t.Context(), "fencelock:{payroll}:fence", uint64(1)<<53-2, 0).Err())
+	faulty := client(t, r)
+	faulty.AddHook(&failGets{})
+	fs, err := doctor.Check(t.Context(), faulty, doctor.WithReplicas(false))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "counters check: GET fencelock:{payroll}:fence: read tcp: connection reset by peer")
+	assert.Empty(t, only(fs, doctor.CheckCounters), "no finding from a check that did not run")
 }
