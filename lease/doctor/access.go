@@ -21,7 +21,7 @@ var ErrRefused = errors.New("doctor: check refused by the server")
 // health.
 type RefusedError struct {
 	Check   string // the check that could not run, one of the Check constants
-	Command string // the refused command: "INFO", "CONFIG GET", "PING", "TIME"
+	Command string // the refused command: "INFO", "CONFIG GET", "PING", "TIME", "SCAN", "GET", ...
 	Err     error  // the server's reply
 
 	keys string // the key pattern refused, when the reply is about keys

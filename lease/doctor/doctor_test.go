@@ -213,6 +213,36 @@ func TestCluster(t *testing.T) {
 	assert.ElementsMatch(t, c.Addrs(), clocked, "every server's clock is measured")
 }
 
+// TestClusterRefused: a cluster whose user may not run COMMAND INFO, or
+// CLUSTER KEYSLOT, has that check refused (a RefusedError naming the
+// permission), not failed as if no server answered.
+func TestClusterRefused(t *testing.T) {
+	c := testenv.NewCluster(t, 3)
+	base := c.Client()
+	opt := base.Options()
+	base.Close()
+	for _, n := range c.Nodes() {
+		admin := client(t, n)
+		require.NoError(t, admin.Do(t.Context(), "ACL", "SETUSER", "nocmd", "on", ">pw", "~*", "&*", "+@all", "-command|info").Err())
+		require.NoError(t, admin.Do(t.Context(), "ACL", "SETUSER", "noslot", "on", ">pw", "~*", "&*", "+@all", "-cluster|keyslot").Err())
+	}
+	for _, tc := range []struct{ user, check, command, grant string }{
+		{"nocmd", doctor.CheckPubSub, "COMMAND INFO", "+command|info"},
+		{"noslot", doctor.CheckSlot, "CLUSTER KEYSLOT", "+cluster|keyslot"},
+	} {
+		o := *opt
+		o.Username, o.Password = tc.user, "pw"
+		rdb := redis.NewClusterClient(&o)
+		t.Cleanup(func() { rdb.Close() })
+		_, err := doctor.Check(t.Context(), rdb, doctor.WithReplicas(false))
+		var re *doctor.RefusedError
+		require.ErrorAs(t, err, &re, tc.user)
+		assert.Equal(t, tc.check, re.Check)
+		assert.Equal(t, tc.command, re.Command)
+		assert.Contains(t, err.Error(), tc.grant)
+	}
+}
+
 func TestSkew(t *testing.T) {
 	// A server's clock cannot be set from here: a ttl whose allowance is
 	// below the measurement's own uncertainty shows the limit applies.
