@@ -191,6 +191,31 @@ func TestSentinel(t *testing.T) {
 	assert.Equal(t, []string{primary.Addr()}, f.Servers, "the primary's address, from the server")
 }
 
+// TestReplicaPartlyRefused: a replica that refuses one check (CONFIG
+// GET) still reports the others: its eviction danger is not dropped for a
+// Warn that it could not be checked.
+func TestReplicaPartlyRefused(t *testing.T) {
+	primary, replica := replicated(t, "--appendonly", "yes")
+	rules := []any{"ACL", "SETUSER", "op", "on", ">pw", "~*", "&*", "+@all"}
+	require.NoError(t, client(t, primary).Do(t.Context(), rules...).Err())
+	rc := client(t, replica)
+	require.NoError(t, rc.Do(t.Context(), append(rules, "-config")...).Err())
+	require.NoError(t, rc.ConfigSet(t.Context(), "maxmemory-policy", "allkeys-lru").Err())
+	require.NoError(t, rc.ConfigSet(t.Context(), "maxmemory", "1gb").Err())
+	opt := primary.Options()
+	opt.Username, opt.Password = "op", "pw"
+	rdb := redis.NewClient(opt)
+	t.Cleanup(func() { rdb.Close() })
+	fs := check(t, rdb)
+	var evicting []string
+	for _, f := range only(fs, doctor.CheckEviction) {
+		if f.Severity == doctor.Danger {
+			evicting = append(evicting, f.Servers...)
+		}
+	}
+	assert.Equal(t, []string{replica.Addr()}, evicting)
+}
+
 func TestCluster(t *testing.T) {
 	c := testenv.NewCluster(t, 3)
 	rdb := c.Client()
