@@ -27,8 +27,9 @@ func frozen(t *testing.T) *testenv.Redis {
 const slack = 1500 * time.Millisecond
 
 // TestDeadlinesFrozenRedis: against a Redis that never answers, run --wait
-// D returns within D (plus the slack), and run without --wait, inspect and
-// advance within --timeout (5s by default), each with status 1. Before,
+// D returns within D (plus the slack), and run without --wait, inspect,
+// advance, reset-highwater and repair-counter within --timeout (5s by
+// default), each with status 1. Before,
 // the probe after a failed acquire (5s), go-redis's read timeouts and
 // retries and the 2s wait for cleanups at exit added up to 9s for
 // run --wait 2s.
@@ -50,6 +51,8 @@ func TestDeadlinesFrozenRedis(t *testing.T) {
 		{"inspect --timeout 2s", append(single, "inspect", "--timeout", "2s", "x"), 2 * time.Second},
 		{"advance --timeout 2s", append(single, "--timeout", "2s", "advance", "x", "5"), 2 * time.Second},
 		{"reset-highwater --timeout 2s", append(single, "--timeout", "2s", "reset-highwater", "--verifier", single[1], "x", "res"), 2 * time.Second},
+		{"repair-counter --timeout 2s", append(single, "--timeout", "2s", "repair-counter", "--yes", "x"), 2 * time.Second},
+		{"redlock repair-counter --timeout 2s", append(redlock, "--timeout", "2s", "repair-counter", "--yes", "x"), 2 * time.Second},
 		{"redlock run --wait 2s", append(redlock, "run", "--wait", "2s", "x", "--", "true"), 2 * time.Second},
 		{"redlock run --timeout 1s", append(redlock, "run", "--timeout", "1s", "x", "--", "true"), time.Second},
 	} {

@@ -160,6 +160,8 @@
 // token came from the poisoned counter. The verifiers that accepted the
 // poisoned tokens now refuse every new holder as stale: reset-highwater
 // NAME RESOURCE each of their resources afterwards.
+// Its user needs +@transaction (WATCH, MULTI, EXEC) beside fencelock's
+// own ACL (docs/operating.md).
 //
 // # doctor
 //
@@ -193,8 +195,8 @@
 // # Time limits
 //
 // A slow, frozen or unreachable Redis does not keep fencelock much past the
-// time it was given. inspect, advance and reset-highwater end within
-// --timeout (default 5s) + 0.4s. run has two budgets, one on each side of
+// time it was given. inspect, advance, reset-highwater and repair-counter
+// end within --timeout (default 5s) + 0.4s. run has two budgets, one on each side of
 // the command:
 //
 //   - Before the command: taking the lock, claiming the period (--once-per,

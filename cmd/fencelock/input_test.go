@@ -38,7 +38,8 @@ func connections(t *testing.T, probe *redis.Client) int64 {
 // host (go-redis dialled localhost, here the test's own Redis), durations
 // past their ceilings or overflowing (--once-per 2562047h ran the command,
 // then failed to record it), URL options that made go-redis panic or run
-// out of memory, NaN and infinite --drift. Each was accepted before.
+// out of memory, NaN and infinite --drift. Each was accepted before
+// (repair-counter's name until its opening became inspect's).
 func TestBadInputRefused(t *testing.T) {
 	t.Parallel()
 	r := testenv.NewRedis(t)
@@ -56,6 +57,8 @@ func TestBadInputRefused(t *testing.T) {
 		{"tab in run's name", append(at, "run", "x\ty", "--", "true"), ""},
 		{"escape in advance's name", append(at, "advance", "x\x1b[2J", "5"), ""},
 		{"right-to-left override in a name", append(at, "inspect", "x\u202egnp.exe"), ""},
+		{"newline in repair-counter's name", append(at, "repair-counter", "x\nholder    (free)"), ""},
+		{"newline in reset-highwater's name", append(at, "reset-highwater", "--verifier", r.URL(), "x\ny", "res"), ""},
 		{"newline in a resource", append(at, "reset-highwater", "--verifier", r.URL(), "x", "res\nx"), ""},
 		{"newline in doctor --name", append(at, "doctor", "--name", "a\nb"), ""},
 		{"newline in --prefix", append(at, "--prefix", "p\n", "inspect", "x"), ""},

@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"strconv"
@@ -150,27 +149,16 @@ func printJSON(w io.Writer, v any) {
 func (g *globals) inspect(args []string) int {
 	fs := g.flagSet("inspect")
 	asJSON := fs.Bool("json", false, "print JSON")
-	pos, err := parseArgs(fs, args)
-	switch {
-	case errors.Is(err, flag.ErrHelp):
-		return g.help()
-	case err != nil:
-		return g.usageError("inspect: %v", err)
-	case len(pos) != 1:
-		return g.usageError("inspect: want one lock NAME, got %d arguments", len(pos))
+	pos, code := g.parseCommand(fs, args, "NAME")
+	if pos == nil {
+		return code
 	}
 	name := pos[0]
-	if err := checkName("lock name", name); err != nil {
-		return g.usageError("inspect: %v", err)
-	}
-	b, code := g.backend()
+	b, ctx, done, code := g.session()
 	if b == nil {
 		return code
 	}
-	bud := newBudget(g.timeout)
-	defer closeBy(b, bud.hard)
-	ctx, cancel := bud.ctx()
-	defer cancel()
+	defer done()
 	v, err := b.inspect(ctx, name)
 	err = g.timedOut(err)
 	if err != nil && v.Name == "" {
@@ -215,31 +203,20 @@ func shardNumSub(ctx context.Context, rdb redis.UniversalClient, channel string)
 func (g *globals) advance(args []string) int {
 	fs := g.flagSet("advance")
 	asJSON := fs.Bool("json", false, "print JSON")
-	pos, err := parseArgs(fs, args)
-	switch {
-	case errors.Is(err, flag.ErrHelp):
-		return g.help()
-	case err != nil:
-		return g.usageError("advance: %v", err)
-	case len(pos) != 2:
-		return g.usageError("advance: want NAME SEQ, got %d arguments", len(pos))
+	pos, code := g.parseCommand(fs, args, "NAME SEQ")
+	if pos == nil {
+		return code
 	}
 	name := pos[0]
-	if err := checkName("lock name", name); err != nil {
-		return g.usageError("advance: %v", err)
-	}
 	floor, err := fence.ParseSeq(pos[1])
 	if err != nil || floor >= fence.MaxSeq {
 		return g.usageError("advance: SEQ %q: want a decimal number from 1 to 2^53-2", pos[1])
 	}
-	b, code := g.backend()
+	b, ctx, done, code := g.session()
 	if b == nil {
 		return code
 	}
-	bud := newBudget(g.timeout)
-	defer closeBy(b, bud.hard)
-	ctx, cancel := bud.ctx()
-	defer cancel()
+	defer done()
 	n, err := b.advance(ctx, name, floor)
 	if err = g.timedOut(err); err != nil {
 		if errors.Is(err, lease.ErrInvalid) {

@@ -250,6 +250,42 @@ func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
 	return pos, nil
 }
 
+// parseCommand parses the arguments of a command on one lock (inspect,
+// advance, reset-highwater, repair-counter): its flags, then the
+// positional arguments that usage names, the first a lock name. It
+// returns them, or nil and the status of the usage error it reported (or
+// of the help it printed).
+func (g *globals) parseCommand(fs *flag.FlagSet, args []string, usage string) ([]string, int) {
+	want := len(strings.Fields(usage))
+	pos, err := parseArgs(fs, args)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		return nil, g.help()
+	case err != nil:
+		return nil, g.usageError("%s: %v", g.cmd, err)
+	case len(pos) != want:
+		return nil, g.usageError("%s: want %s, got %d arguments", g.cmd, usage, len(pos))
+	}
+	if err := checkName("lock name", pos[0]); err != nil {
+		return nil, g.usageError("%s: %v", g.cmd, err)
+	}
+	return pos, exitOK
+}
+
+// session connects to Redis for a command on one lock and gives it its
+// budget: ctx ends --timeout from now, and done, to defer, cancels it and
+// closes the connection by the budget's hard end. It returns a nil
+// backend and the status of the failure it reported when it cannot.
+func (g *globals) session() (b backend, ctx context.Context, done func(), code int) {
+	b, code = g.backend()
+	if b == nil {
+		return nil, nil, nil, code
+	}
+	bud := newBudget(g.timeout)
+	ctx, cancel := bud.ctx()
+	return b, ctx, func() { cancel(); closeBy(b, bud.hard) }, exitOK
+}
+
 // budget is a command's time against Redis: its operation (the wait for
 // the lock, or an inspect or advance) ends by end, --wait or --timeout
 // after it began, and the rest (telling a held lock from an unreachable

@@ -22,8 +22,9 @@ const secret = "S3cretPw"
 // TestNoSecretPrinted drives every error path of the command that a URL
 // reaches (bad Redis URLs of every form, Redis and the verifier's store
 // unreachable or refusing the password, reset-highwater's --verifier and
-// its environment form) with a password in the URL, and finds the
-// password nowhere in stdout or stderr. Before, a bad URL was quoted whole.
+// its environment form, TLS flags with a plaintext URL) with a password in
+// the URL, and finds the password nowhere in stdout or stderr. Before, a
+// bad URL was quoted whole (and, until later, one that TLS flags refused).
 func TestNoSecretPrinted(t *testing.T) {
 	t.Parallel()
 	closed := testenv.ClosedAddr(t)
@@ -36,7 +37,9 @@ func TestNoSecretPrinted(t *testing.T) {
 	name := lockName(t)
 	require.Equal(t, 0, fl(t, "", on("run", name, "--", "true")...).code, "a lock with a counter, for reset-highwater")
 
+	ca := testenv.NewRedis(t, testenv.RedisOptions{TLS: testenv.TLSOnly}).TLS().CA
 	pw := "u:" + secret + "@"
+	withCA := func(u string) []string { return []string{"--redis", u, "--tls-ca", ca, "inspect", "x"} }
 	bad := func(u string) []string { return []string{"--redis", u, "inspect", "x"} }
 	reset := func(store string) []string { return on("reset-highwater", "--verifier", store, name, "res") }
 	for _, tc := range []struct {
@@ -66,6 +69,9 @@ func TestNoSecretPrinted(t *testing.T) {
 		{what: "doctor, unreachable", args: []string{"--redis", "redis://" + pw + closed + "/0", "doctor"}},
 		{what: "wrong password", args: bad("redis://fltest:" + secret + "@" + shared + "/0")},
 		{what: "doctor, wrong password", args: []string{"--redis", "redis://fltest:" + secret + "@" + shared + "/0", "doctor"}},
+		{what: "TLS flags, plaintext URL", args: withCA("redis://" + pw + "127.0.0.1:1/0")},
+		{what: "TLS flags, plaintext sentinel URL", args: withCA("redis+sentinel://" + pw + "127.0.0.1:1?master_name=m&password=x" + secret)},
+		{what: "TLS flags, plaintext cluster URL", args: withCA("redis+cluster://" + pw + "127.0.0.1:1,127.0.0.1:2")},
 		{what: "verifier, unknown scheme", args: reset("pg://" + pw + "h/db")},
 		{what: "verifier, no scheme", args: reset(pw + "h/db")},
 		{what: "verifier, postgres unreachable", args: reset("postgres://" + pw + closed + "/db?connect_timeout=2")},

@@ -5,13 +5,12 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/fencelock/fencelock/fence"
 	"github.com/fencelock/fencelock/internal/protocol"
 )
 
@@ -48,27 +47,16 @@ var errCounterMoved = errors.New("the lock or its counter changed during the rep
 func (g *globals) repairCounter(args []string) int {
 	fs := g.flagSet("repair-counter")
 	yes := fs.Bool("yes", false, "make the change")
-	pos, err := parseArgs(fs, args)
-	switch {
-	case errors.Is(err, flag.ErrHelp):
-		return g.help()
-	case err != nil:
-		return g.usageError("repair-counter: %v", err)
-	case len(pos) != 1:
-		return g.usageError("repair-counter: want one lock NAME, got %d arguments", len(pos))
+	pos, code := g.parseCommand(fs, args, "NAME")
+	if pos == nil {
+		return code
 	}
 	name := pos[0]
-	if err := fence.ValidateKey(name); err != nil {
-		return g.usageError("repair-counter: %v", err)
-	}
-	b, code := g.backend()
+	b, ctx, done, code := g.session()
 	if b == nil {
 		return code
 	}
-	bud := newBudget(g.timeout)
-	defer closeBy(b, bud.hard)
-	ctx, cancel := bud.ctx()
-	defer cancel()
+	defer done()
 
 	keys := protocol.KeysFor(g.prefix, name)
 	fmt.Fprintf(g.stdout, "lock      %s\n", name)
@@ -76,7 +64,7 @@ func (g *globals) repairCounter(args []string) int {
 	for _, rdb := range redisOf(b) {
 		r, err := repairOn(ctx, rdb, keys, *yes)
 		if err = g.timedOut(err); err != nil {
-			status = g.fail(exitFailure, "repair-counter %q on %s: %v", name, r.Addr, err)
+			status = g.fail(exitFailure, "repair-counter %q on %s: %v%s", name, r.Addr, err, transactionHint(err))
 			continue
 		}
 		fmt.Fprintf(g.stdout, "node      %s counter=%d limit=%d (the server's clock + %s)\n", r.Addr, r.Counter, r.Limit, aheadText)
@@ -95,6 +83,16 @@ func (g *globals) repairCounter(args []string) int {
 		}
 	}
 	return status
+}
+
+// transactionHint names the permission repair-counter needs beyond
+// fencelock's own ACL when the server refused it one (an EXECABORT wraps
+// the NOPERM).
+func transactionHint(err error) string {
+	if !strings.Contains(err.Error(), "NOPERM") {
+		return ""
+	}
+	return "; repair-counter needs +@transaction (WATCH, MULTI, EXEC) beside fencelock's own ACL (docs/operating.md)"
 }
 
 // redisOf returns the Redis clients of b: one, or a Redlock's masters.

@@ -3,6 +3,7 @@
 package main
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -110,6 +111,34 @@ func TestRepairCounterHeld(t *testing.T) {
 	stopHolder(t, dir, p)
 
 	r = fl(t, "", on("repair-counter", "--yes", name)...)
+	assert.Equal(t, 0, r.code, r.stderr)
+	assert.False(t, inspectJSON(t, on(name)...).Poisoned)
+}
+
+// TestRepairCounterACL: under fencelock's own ACL (docs/operating.md)
+// repair-counter's EXEC is refused; the error names the permission to add,
+// and with it the repair goes through.
+func TestRepairCounterACL(t *testing.T) {
+	name := lockName(t)
+	poison(t, redisURL, name, fence.MaxSeq-5)
+	o, err := redis.ParseURL(redisURL)
+	require.NoError(t, err)
+	admin := redis.NewClient(o)
+	defer admin.Close()
+	user := "repair-" + strings.ToLower(strings.ReplaceAll(name, "/", "-"))
+	rules := []any{"ACL", "SETUSER", user, "reset", "on", ">pw", "resetkeys", "resetchannels", "~fencelock:*", "&fencelock:*",
+		"-@all", "+@read", "+@write", "+@scripting", "+@pubsub", "+@connection", "+@fast"}
+	require.NoError(t, admin.Do(t.Context(), rules...).Err())
+	t.Cleanup(func() { admin.Do(context.Background(), "ACL", "DELUSER", user) })
+	as := strings.Replace(redisURL, "redis://", "redis://"+user+":pw@", 1)
+
+	r := fl(t, "", "--redis", as, "repair-counter", "--yes", name)
+	assert.Equal(t, exitFailure, r.code)
+	assert.Contains(t, r.stderr, "needs +@transaction")
+	assert.True(t, inspectJSON(t, on(name)...).Poisoned, "unchanged")
+
+	require.NoError(t, admin.Do(t.Context(), "ACL", "SETUSER", user, "+@transaction").Err())
+	r = fl(t, "", "--redis", as, "repair-counter", "--yes", name)
 	assert.Equal(t, 0, r.code, r.stderr)
 	assert.False(t, inspectJSON(t, on(name)...).Poisoned)
 }

@@ -7,7 +7,6 @@ import (
 	"crypto/tls"
 	"database/sql"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"strings"
@@ -63,14 +62,9 @@ func (g *globals) resetHighWater(args []string) int {
 	hwPrefix := fs.String("hw-prefix", redisverifier.DefaultPrefix, "redisverifier key prefix")
 	yes := fs.Bool("yes", false, "make the change")
 	rebind := fs.Bool("rebind", false, "bind RESOURCE to NAME when it is bound to another lock")
-	pos, err := parseArgs(fs, args)
-	switch {
-	case errors.Is(err, flag.ErrHelp):
-		return g.help()
-	case err != nil:
-		return g.usageError("reset-highwater: %v", err)
-	case len(pos) != 2:
-		return g.usageError("reset-highwater: want NAME RESOURCE, got %d arguments", len(pos))
+	pos, code := g.parseCommand(fs, args, "NAME RESOURCE")
+	if pos == nil {
+		return code
 	}
 	if *store == "" {
 		*store = strings.TrimSpace(os.Getenv(verifierEnv))
@@ -79,23 +73,17 @@ func (g *globals) resetHighWater(args []string) int {
 		return g.usageError("reset-highwater: --verifier URL or %s is required (the store whose high-water to reset)", verifierEnv)
 	}
 	name, resource := pos[0], pos[1]
-	if err := checkName("lock name", name); err != nil {
-		return g.usageError("reset-highwater: %v", err)
-	}
 	if err := verifier.ValidateResource(resource); err != nil {
 		return g.usageError("reset-highwater: resource: %v", err)
 	}
 	if err := checkPrintable("resource", resource); err != nil {
 		return g.usageError("reset-highwater: %v", err)
 	}
-	b, code := g.backend()
+	b, ctx, done, code := g.session()
 	if b == nil {
 		return code
 	}
-	bud := newBudget(g.timeout)
-	defer closeBy(b, bud.hard)
-	ctx, cancel := bud.ctx()
-	defer cancel()
+	defer done()
 
 	tc, err := g.tls.config()
 	if err != nil {

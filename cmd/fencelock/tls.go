@@ -80,7 +80,7 @@ func withTLS(fromURL, extra *tls.Config, raw string) (*tls.Config, error) {
 	case extra == nil:
 		return fromURL, nil
 	case fromURL == nil:
-		return nil, &badURLError{fmt.Errorf("Redis URL %q is not TLS: --tls-ca, --tls-cert and --tls-key (FENCELOCK_TLS_*) need rediss://", raw)}
+		return nil, &badURLError{fmt.Errorf("Redis URL %q is not TLS: --tls-ca, --tls-cert and --tls-key (FENCELOCK_TLS_*) need rediss://", redactURL(raw))}
 	}
 	c := fromURL.Clone()
 	if extra.RootCAs != nil {

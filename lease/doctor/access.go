@@ -21,12 +21,18 @@ var ErrRefused = errors.New("doctor: check refused by the server")
 // health.
 type RefusedError struct {
 	Check   string // the check that could not run, one of the Check constants
-	Command string // the refused command: "INFO", "CONFIG GET", "PING", "TIME"
+	Command string // the refused command: "INFO", "CONFIG GET", "PING", "TIME", "SCAN", "GET", ...
 	Err     error  // the server's reply
+
+	keys string // the key pattern refused, when the reply is about keys
 }
 
 func (e *RefusedError) Error() string {
-	return fmt.Sprintf("%s check not run: the server refused %s (%v); grant the user %s", e.Check, e.Command, e.Err, permission(e.Command))
+	grant := permission(e.Command)
+	if e.keys != "" {
+		grant = "access to the keys " + e.keys
+	}
+	return fmt.Sprintf("%s check not run: the server refused %s (%v); grant the user %s", e.Check, e.Command, e.Err, grant)
 }
 
 // Is reports whether target is ErrRefused.
@@ -44,6 +50,19 @@ func permission(command string) string {
 func isNoPerm(err error) bool {
 	var rerr redis.Error
 	return errors.As(err, &rerr) && strings.HasPrefix(rerr.Error(), "NOPERM")
+}
+
+// refusedKeys is refused for a command on keys matching pattern: a NOPERM
+// that names keys asks for access to them, not for the command.
+func refusedKeys(check, command, pattern string, err error) error {
+	var re *RefusedError
+	if errors.As(refused(check, command, err), &re) {
+		if strings.Contains(strings.ToLower(err.Error()), "key") {
+			re.keys = pattern
+		}
+		return re
+	}
+	return err
 }
 
 // refused wraps err in a *RefusedError for check when it is NOPERM, and
@@ -136,6 +155,13 @@ func authFinding(ctx context.Context, n *redis.Client) []Finding {
 				"counter: write access to fencelock's keys is full trust over those locks.",
 			Fix: "Give the default user a password or turn it off (ACL SETUSER default off, or requirepass), and " +
 				"give fencelock a user of its own with the minimal ACL (docs/operating.md)."}}
+	case isNoPerm(err):
+		return []Finding{{Check: CheckAuth, Severity: Warn,
+			Finding: "the default user has no password: a client without credentials is served with its ACL (PING " +
+				"was refused with NOPERM, not NOAUTH)",
+			Consequence: "Whoever reaches the port gets what the default user may do; if that includes fencelock's " +
+				"keys, they can take, release or hold any lock.",
+			Fix: "Give the default user a password or turn it off (ACL SETUSER default off, or requirepass)."}}
 	case errors.As(err, &rerr):
 		return []Finding{{Check: CheckAuth, Severity: Info,
 			Finding: "a client without credentials is refused (" + firstWord(rerr.Error()) + ")"}}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -33,8 +34,9 @@ func aclUser(t *testing.T, r *testenv.Redis, user, pw string, rules ...string) *
 }
 
 // TestRefused: a check the server refuses with NOPERM is an error that
-// names the check and the permission, not a finding of health; the checks
-// the user may run still report.
+// names the check and the permission (a key pattern when the refusal is
+// about keys), not a finding of health; the checks the user may run still
+// report.
 func TestRefused(t *testing.T) {
 	r := testenv.NewRedis(t, testenv.RedisOptions{Args: []string{"--appendonly", "no", "--save", ""}})
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
@@ -67,6 +69,16 @@ func TestRefused(t *testing.T) {
 	assert.NotEmpty(t, only(fs, doctor.CheckClock), "TIME still answered")
 	assert.NotEmpty(t, only(fs, doctor.CheckAuth))
 
+	// Every command, but not fencelock's keys: the grant is key access
+	// (it said "+get", which the user had).
+	require.NoError(t, client(t, r).Set(ctx, "fencelock:{x}:fence", 5, 0).Err())
+	otherKeys := aclUser(t, r, "otherkeys", "pw", "+@all", "~other:*")
+	_, err = doctor.Check(ctx, otherKeys)
+	require.ErrorAs(t, err, &re)
+	assert.Equal(t, doctor.CheckCounters, re.Check)
+	assert.Equal(t, "GET", re.Command)
+	assert.Contains(t, err.Error(), "grant the user access to the keys ~fencelock:*")
+
 	// An I/O failure is not a refusal.
 	closed := redis.NewClient(&redis.Options{Addr: testenv.ClosedAddr(t), MaxRetries: -1})
 	defer closed.Close()
@@ -76,7 +88,8 @@ func TestRefused(t *testing.T) {
 }
 
 // TestAuth: a default user with a password (or turned off) is Info; the
-// default user without one is Warn (every server testenv starts).
+// default user without one is Warn (every server testenv starts), even
+// when its ACL refuses PING.
 func TestAuth(t *testing.T) {
 	r := testenv.NewRedis(t)
 	fs := check(t, client(t, r), doctor.WithReplicas(false))
@@ -91,6 +104,19 @@ func TestAuth(t *testing.T) {
 	fs = check(t, c, doctor.WithReplicas(false))
 	f := one(t, fs, doctor.CheckAuth, doctor.Info)
 	assert.Contains(t, f.Finding, "refused (NOAUTH")
+
+	// A default user without a password but without PING answers NOPERM:
+	// it is served (here GET on every key), not refused.
+	limited := testenv.NewRedis(t)
+	admin := client(t, limited)
+	require.NoError(t, admin.Do(t.Context(), "ACL", "SETUSER", "fladmin", "on", ">pw", "~*", "&*", "+@all").Err())
+	require.NoError(t, admin.Do(t.Context(), "ACL", "SETUSER", "default", "on", "nopass", "-@all", "+get", "~*").Err())
+	opt = limited.Options()
+	opt.Username, opt.Password = "fladmin", "pw"
+	c2 := redis.NewClient(opt)
+	defer c2.Close()
+	fs = check(t, c2, doctor.WithReplicas(false))
+	assert.Contains(t, one(t, fs, doctor.CheckAuth, doctor.Warn).Finding, "no password")
 }
 
 // TestTransport: plaintext to a host that is not this one is Warn; TLS
@@ -145,4 +171,39 @@ func TestPoisonedCounter(t *testing.T) {
 
 	fs = check(t, rdb, doctor.WithReplicas(false), doctor.WithPrefix("other:"))
 	assert.Contains(t, one(t, fs, doctor.CheckCounters, doctor.Danger).Finding, "x (9007199254740990)")
+}
+
+// failGets is a fault at one exact point: the first pipeline of GETs
+// (the counters check's) fails as a lost connection does, every command
+// in it with the error; the later calls reach the server.
+type failGets struct{ done atomic.Bool }
+
+func (*failGets) DialHook(next redis.DialHook) redis.DialHook          { return next }
+func (*failGets) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+func (f *failGets) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if len(cmds) == 0 || cmds[0].Name() != "get" || !f.done.CompareAndSwap(false, true) {
+			return next(ctx, cmds)
+		}
+		err := &net.OpError{Op: "read", Net: "tcp", Err: errors.New("connection reset by peer")}
+		for _, c := range cmds {
+			c.SetErr(err)
+		}
+		return err
+	}
+}
+
+// TestCountersLostReply: a GET that got no reply (the connection was lost)
+// makes the counters check fail, not report "no poisoned counter" over
+// the counter it did not read (it did).
+func TestCountersLostReply(t *testing.T) {
+	r := testenv.NewRedis(t)
+	rdb := client(t, r)
+	require.NoError(t, rdb.Set(t.Context(), "fencelock:{payroll}:fence", uint64(1)<<53-2, 0).Err())
+	faulty := client(t, r)
+	faulty.AddHook(&failGets{})
+	fs, err := doctor.Check(t.Context(), faulty, doctor.WithReplicas(false))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "counters check: GET fencelock:{payroll}:fence: read tcp: connection reset by peer")
+	assert.Empty(t, only(fs, doctor.CheckCounters), "no finding from a check that did not run")
 }

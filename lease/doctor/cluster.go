@@ -22,7 +22,8 @@ func checkCluster(ctx context.Context, c *redis.ClusterClient, cfg *config) ([]F
 	err := c.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error {
 		m, err := protocol.DetectPubSub(ctx, n)
 		if err != nil {
-			return &ServerError{Server: serverName(ctx, n), Err: fmt.Errorf("COMMAND INFO SSUBSCRIBE: %w", err)}
+			return &ServerError{Server: serverName(ctx, n),
+				Err: refused(CheckPubSub, "COMMAND INFO", fmt.Errorf("COMMAND INFO SSUBSCRIBE: %w", err))}
 		}
 		mu.Lock()
 		defer mu.Unlock()
@@ -72,7 +73,7 @@ func slotFinding(ctx context.Context, c *redis.ClusterClient, cfg *config) (Find
 	for i, key := range names {
 		s, err := c.ClusterKeySlot(ctx, key).Result()
 		if err != nil {
-			return Finding{}, fmt.Errorf("doctor: CLUSTER KEYSLOT: %w", err)
+			return Finding{}, fmt.Errorf("doctor: %w", refused(CheckSlot, "CLUSTER KEYSLOT", fmt.Errorf("CLUSTER KEYSLOT: %w", err)))
 		}
 		slots[i] = s
 	}

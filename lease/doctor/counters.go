@@ -2,6 +2,7 @@ package doctor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -59,8 +60,14 @@ func counterFindings(ctx context.Context, n *redis.Client, cfg *config) ([]Findi
 				return nil, ctx.Err()
 			}
 			for i, g := range gets {
-				if isNoPerm(g.Err()) {
-					return nil, refused(CheckCounters, "GET", g.Err())
+				var reply redis.Error
+				switch err := g.Err(); {
+				case isNoPerm(err):
+					return nil, refusedKeys(CheckCounters, "GET", "~"+globEscape(cfg.prefix)+"*", err)
+				case err != nil && !errors.As(err, &reply):
+					// A lost connection is no reply: the key was not read,
+					// and "no poisoned counter" would not be true.
+					return nil, fmt.Errorf("%s check: GET %s: %w", CheckCounters, keys[i], err)
 				}
 				seq, err := strconv.ParseUint(g.Val(), 10, 64)
 				if err != nil {

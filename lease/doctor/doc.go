@@ -30,7 +30,7 @@
 //   - latency: PING round trips, when the p99 exceeds half the ttl's drift
 //     allowance. Warn.
 //   - auth: a connection without credentials is served (the default user
-//     has no password). Warn.
+//     has no password), even one its ACL answers with NOPERM. Warn.
 //   - transport: plaintext to a host that is not this one, or TLS without
 //     certificate verification. Warn.
 //   - counters: lock counters (of the prefix, [WithPrefix]) more than 24h

@@ -191,6 +191,31 @@ func TestSentinel(t *testing.T) {
 	assert.Equal(t, []string{primary.Addr()}, f.Servers, "the primary's address, from the server")
 }
 
+// TestReplicaPartlyRefused: a replica that refuses one check (CONFIG
+// GET) still reports the others: its eviction danger is not dropped for a
+// Warn that it could not be checked.
+func TestReplicaPartlyRefused(t *testing.T) {
+	primary, replica := replicated(t, "--appendonly", "yes")
+	rules := []any{"ACL", "SETUSER", "op", "on", ">pw", "~*", "&*", "+@all"}
+	require.NoError(t, client(t, primary).Do(t.Context(), rules...).Err())
+	rc := client(t, replica)
+	require.NoError(t, rc.Do(t.Context(), append(rules, "-config")...).Err())
+	require.NoError(t, rc.ConfigSet(t.Context(), "maxmemory-policy", "allkeys-lru").Err())
+	require.NoError(t, rc.ConfigSet(t.Context(), "maxmemory", "1gb").Err())
+	opt := primary.Options()
+	opt.Username, opt.Password = "op", "pw"
+	rdb := redis.NewClient(opt)
+	t.Cleanup(func() { rdb.Close() })
+	fs := check(t, rdb)
+	var evicting []string
+	for _, f := range only(fs, doctor.CheckEviction) {
+		if f.Severity == doctor.Danger {
+			evicting = append(evicting, f.Servers...)
+		}
+	}
+	assert.Equal(t, []string{replica.Addr()}, evicting)
+}
+
 func TestCluster(t *testing.T) {
 	c := testenv.NewCluster(t, 3)
 	rdb := c.Client()
@@ -211,6 +236,36 @@ func TestCluster(t *testing.T) {
 		clocked = append(clocked, f.Servers...)
 	}
 	assert.ElementsMatch(t, c.Addrs(), clocked, "every server's clock is measured")
+}
+
+// TestClusterRefused: a cluster whose user may not run COMMAND INFO, or
+// CLUSTER KEYSLOT, has that check refused (a RefusedError naming the
+// permission), not failed as if no server answered.
+func TestClusterRefused(t *testing.T) {
+	c := testenv.NewCluster(t, 3)
+	base := c.Client()
+	opt := base.Options()
+	base.Close()
+	for _, n := range c.Nodes() {
+		admin := client(t, n)
+		require.NoError(t, admin.Do(t.Context(), "ACL", "SETUSER", "nocmd", "on", ">pw", "~*", "&*", "+@all", "-command|info").Err())
+		require.NoError(t, admin.Do(t.Context(), "ACL", "SETUSER", "noslot", "on", ">pw", "~*", "&*", "+@all", "-cluster|keyslot").Err())
+	}
+	for _, tc := range []struct{ user, check, command, grant string }{
+		{"nocmd", doctor.CheckPubSub, "COMMAND INFO", "+command|info"},
+		{"noslot", doctor.CheckSlot, "CLUSTER KEYSLOT", "+cluster|keyslot"},
+	} {
+		o := *opt
+		o.Username, o.Password = tc.user, "pw"
+		rdb := redis.NewClusterClient(&o)
+		t.Cleanup(func() { rdb.Close() })
+		_, err := doctor.Check(t.Context(), rdb, doctor.WithReplicas(false))
+		var re *doctor.RefusedError
+		require.ErrorAs(t, err, &re, tc.user)
+		assert.Equal(t, tc.check, re.Check)
+		assert.Equal(t, tc.command, re.Command)
+		assert.Contains(t, err.Error(), tc.grant)
+	}
 }
 
 func TestSkew(t *testing.T) {

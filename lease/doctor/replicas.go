@@ -18,7 +18,8 @@ const replicaTimeout = 3 * time.Second
 // checkReplicas runs the per-server checks on the replicas that primary
 // lists, any of which a failover may promote, with primary's client
 // settings (credentials, TLS) and addresses as the replicas announce them.
-// A replica it cannot reach is a Warn finding; only ctx's end is an error.
+// A replica it cannot reach or fully check is a Warn finding, beside the
+// findings of the checks that ran; only ctx's end is an error.
 func checkReplicas(ctx context.Context, primary *redis.Client, cfg *config) ([]Finding, error) {
 	info, err := primary.Info(ctx, "replication").Result()
 	if err != nil {
@@ -39,14 +40,13 @@ func checkReplicas(ctx context.Context, primary *redis.Client, cfg *config) ([]F
 		if err := ctx.Err(); err != nil {
 			return fs, err
 		}
+		fs = append(fs, found...) // a check refused drops none that ran (a danger among them)
 		if err != nil {
 			fs = append(fs, Finding{Check: CheckReplication, Severity: Warn, Servers: []string{addr},
 				Finding:     fmt.Sprintf("the primary lists replica %s, which the doctor could not check: %v", addr, err),
 				Consequence: "A failover may promote it: its eviction policy, persistence and clock decide what locks and counters survive then.",
 				Fix:         "Run the doctor against the replica itself (or make its announced address reachable, replica-announce-ip)."})
-			continue
 		}
-		fs = append(fs, found...)
 	}
 	return fs, nil
 }
