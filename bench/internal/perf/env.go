@@ -3,6 +3,7 @@ package perf
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"strings"
 	"sync"
 
@@ -190,6 +191,9 @@ func (e *env) setupRedis(ctx context.Context, server, redisURLs string, needMany
 	for _, u := range urls {
 		opt, err := redis.ParseURL(u)
 		if err != nil {
+			if strings.Contains(u, "@") || strings.Contains(u, "password") { // the parser's error may quote the password
+				return fmt.Errorf("redis url %s: not a valid URL", redactURL(u))
+			}
 			return fmt.Errorf("redis url %q: %w", u, err)
 		}
 		opt = clientOptions(opt)
@@ -197,7 +201,7 @@ func (e *env) setupRedis(ctx context.Context, server, redisURLs string, needMany
 		c := redis.NewClient(opt)
 		e.closers = append(e.closers, func() { c.Close() })
 		if err := c.Ping(ctx).Err(); err != nil {
-			return fmt.Errorf("redis %s: %w", u, err)
+			return fmt.Errorf("redis %s: %w", redactURL(u), err)
 		}
 		e.given = append(e.given, c)
 	}
@@ -236,4 +240,18 @@ func (e *env) setupRedis(ctx context.Context, server, redisURLs string, needMany
 		}
 	}
 	return nil
+}
+
+// redactURL is u without its password (user info and a password
+// parameter), for messages; a URL that does not parse is not printed.
+func redactURL(u string) string {
+	p, err := url.Parse(u)
+	if err != nil {
+		return "(a URL that does not parse)"
+	}
+	if q := p.Query(); q.Has("password") {
+		q.Set("password", "xxxxx")
+		p.RawQuery = q.Encode()
+	}
+	return p.Redacted()
 }
