@@ -167,8 +167,14 @@ func (p *Prober) dial(ctx context.Context) *DialError {
 // Unreachable reports whether the server refuses connections right now. A
 // cleanup whose call got no reply asks it: a server that is not running
 // holds nothing the cleanup could undo now, and a lock it kept, when it
-// comes back, expires with its ttl.
-func (p *Prober) Unreachable(ctx context.Context) bool { return p.Probe(ctx) != nil }
+// comes back, expires with its ttl. The dial has a context of its own,
+// bounded by probeTimeout: the caller's has usually just ended with its
+// call, and a dial cancelled at once says nothing.
+func (p *Prober) Unreachable(ctx context.Context) bool {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), probeTimeout)
+	defer cancel()
+	return p.Probe(ctx) != nil
+}
 
 // Plain is call, whose Sent is read from its error by SentOf.
 func Plain[T any](call func(context.Context) (T, error)) func(context.Context) (T, Sent, error) {
