@@ -14,6 +14,7 @@ import (
 	"github.com/fencelock/fencelock/internal/family"
 	"github.com/fencelock/fencelock/internal/isnil"
 	"github.com/fencelock/fencelock/internal/lifetime"
+	"github.com/fencelock/fencelock/internal/quorum"
 	"github.com/fencelock/fencelock/observe"
 )
 
@@ -45,7 +46,9 @@ type Client struct {
 // dial (MaxRetries, DialerRetries): a server that is down is reported once
 // those retries end (about 2.7s with the defaults) or the context does.
 func New(rdb redis.UniversalClient, opts ...Option) (*Client, error) {
-	cfg := family.New(ErrInvalid, DefaultPrefix, DefaultDriftFactor, DefaultMinBackoff, DefaultMaxBackoff, DefaultCounterTTL)
+	cfg := family.New(DefaultPrefix, DefaultDriftFactor, DefaultMinBackoff, DefaultMaxBackoff, DefaultCounterTTL)
+	cfg.Invalid, cfg.NotAcquired, cfg.Lost, cfg.NotReplicated = ErrInvalid, ErrNotAcquired, ErrLost, ErrNotReplicated
+	cfg.OneRedis.Fair = true
 	if err := family.Apply(&cfg, opts); err != nil {
 		return nil, err
 	}
@@ -53,7 +56,10 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Client, error) {
 		if isnil.Nil(rdb) {
 			return nil, invalid("nil redis client")
 		}
-		cfg.NewStrategy = func(cfg *family.Config) (family.Strategy, error) { return newSingle(rdb, cfg), nil }
+		cfg.NewStrategy = func(cfg *family.Config) (family.Strategy, error) {
+			return quorum.New(quorum.Config{Shared: cfg, Kind: observe.KindLease, Name: "lease",
+				Nodes: []*quorum.Node{quorum.NewNode("", rdb)}, OneRedis: cfg.OneRedis})
+		}
 	}
 	s, err := cfg.NewStrategy(&cfg)
 	if err != nil {

@@ -14,13 +14,13 @@ import (
 	"github.com/fencelock/fencelock/observe"
 )
 
-// Config is the configuration of a client. Shared holds what both kinds
-// read; a kind's own settings live in its option values' closures and
-// reach its strategy, not this struct, so that one kind's option cannot
-// configure the other.
+// Config is the configuration of a client: the settings both kinds read,
+// and (OneRedis) those only a client on one Redis has, which only package
+// lease's options set; the compiler keeps them from redlock.New.
 type Config struct {
-	// Invalid is package lease's ErrInvalid, which option errors wrap.
-	Invalid error
+	// Invalid, NotAcquired, Lost and NotReplicated are package lease's
+	// sentinels, which the errors of every kind wrap.
+	Invalid, NotAcquired, Lost, NotReplicated error
 
 	Prefix                 string
 	DriftFactor            float64
@@ -29,32 +29,29 @@ type Config struct {
 	CounterTTL             time.Duration
 	Hooks                  *observe.Hooks
 
+	OneRedis OneRedis
+
 	// NewStrategy makes the kind once every option is applied; lease.New
-	// uses one Redis when no option set it.
+	// makes one Redis's when no option set it.
 	NewStrategy func(*Config) (Strategy, error)
-	// Single holds the settings of a client on one Redis.
-	Single SingleConfig
 }
 
-// SingleConfig is the configuration of a client on one Redis.
-type SingleConfig struct {
-	Fair       bool
+// OneRedis holds what only a lock on exactly one Redis can do.
+type OneRedis struct {
+	Fair       bool          // fair handoff through the queue
 	Replicas   int           // replica acknowledgement: 0 is off
 	AckTimeout time.Duration // how long WAIT may block
 }
 
 // New returns a configuration with the shared settings given (package
-// lease's documented defaults) and a fair single-Redis kind. invalid is
-// package lease's ErrInvalid.
-func New(invalid error, prefix string, driftFactor float64, minBackoff, maxBackoff, counterTTL time.Duration) Config {
+// lease's documented defaults).
+func New(prefix string, driftFactor float64, minBackoff, maxBackoff, counterTTL time.Duration) Config {
 	return Config{
-		Invalid:     invalid,
 		Prefix:      prefix,
 		DriftFactor: driftFactor,
 		MinBackoff:  minBackoff,
 		MaxBackoff:  maxBackoff,
 		CounterTTL:  counterTTL,
-		Single:      SingleConfig{Fair: true},
 	}
 }
 

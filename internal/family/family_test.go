@@ -30,7 +30,8 @@ func TestBackoffDoublesToMax(t *testing.T) {
 }
 
 func TestApplyRefusesNilAndForeignOptions(t *testing.T) {
-	c := New(errInvalid, "fencelock:", 0.01, time.Millisecond, time.Second, time.Hour)
+	c := New("fencelock:", 0.01, time.Millisecond, time.Second, time.Hour)
+	c.Invalid = errInvalid
 	if err := Apply(&c, []any{Set(func(c *Config) error { c.Prefix = "x:"; return nil })}); err != nil || c.Prefix != "x:" {
 		t.Fatalf("err = %v, prefix %q", err, c.Prefix)
 	}

@@ -266,3 +266,48 @@ func TestAcquireFrozenMajorityGivesUpAfterTTL(t *testing.T) {
 	assert.ErrorIs(t, err, redlock.ErrNodeTimeout)
 	assert.GreaterOrEqual(t, took, ttl, "it retried the timeouts for a whole ttl")
 }
+
+// TestAcquireFrozenMajorityHeldLockGivesUp: as above, on a lock that
+// another client holds on every node. The node that answers says "held",
+// one paused node times out, and the try stops waiting for the other
+// paused node (no majority can grant it any more): that node, not awaited,
+// counts toward "no majority possible" too, so the Acquire still gives up
+// after a ttl of such tries. Before, it was counted as neither, every try
+// reset the unavailability clock, and the Acquire waited for as long as its
+// context lived.
+func TestAcquireFrozenMajorityHeldLockGivesUp(t *testing.T) {
+	t.Parallel()
+	rs := testenv.NewRedisN(t, 3)
+	rdbs := make([]redis.UniversalClient, len(rs))
+	for i, r := range rs {
+		t.Cleanup(func() { _ = r.Resume() })
+		rdbs[i] = testenv.CtxClient(t, r.Addr(), 5)
+	}
+	n := name(t)
+	other := newLocker(t, rdbs)
+	_, err := other.TryAcquire(t.Context(), n, time.Minute)
+	require.NoError(t, err)
+	c, err := redlock.New(rdbs) // the default node timeout
+	require.NoError(t, err)
+	fault(t, "paused", rs, 1, 2)
+	const ttl = 1500 * time.Millisecond
+	ctx, cancel := context.WithCancel(t.Context()) // no deadline
+	defer cancel()
+	done := make(chan error, 1)
+	start := time.Now()
+	go func() {
+		_, err := c.Acquire(ctx, n, ttl)
+		done <- err
+	}()
+	select {
+	case err = <-done:
+	case <-time.After(5 * ttl):
+		cancel()
+		<-done
+		t.Fatalf("Acquire still waits after %v (5 ttls) on a frozen majority", time.Since(start).Round(time.Millisecond))
+	}
+	t.Logf("gave up after %v: %v", time.Since(start).Round(time.Millisecond), err)
+	assert.ErrorIs(t, err, lease.ErrNotAcquired)
+	assert.NotErrorIs(t, err, context.Canceled)
+	assert.ErrorContains(t, err, "the lock service is unavailable")
+}

@@ -15,9 +15,9 @@
 // [New] is given N clients, one per independent master (N odd, usually
 // 3 or 5; [WithForceNodeCount] allows other counts). To acquire, it sends the
 // lease's acquire script to every node at once under one fresh holder id
-// (a UUID), each call bounded by a short per-node timeout ([WithNodeTimeout],
-// 50ms by default). The lock is obtained when a majority granted it and the
-// time spent leaves validity: elapsed < ttl − drift, with drift = ttl×factor
+// (a UUID), each call bounded by a per-node timeout ([WithNodeTimeout], a
+// tenth of the ttl, at least 50ms, by default). The lock is obtained when a
+// majority granted it and the time spent leaves validity: elapsed < ttl − drift, with drift = ttl×factor
 // + 2ms (lease.WithDriftFactor, factor 0.01 by default). The lease then trusts
 // its lock until a local deadline on the monotonic clock: the start of the
 // acquire + ttl − drift; its Done closes then, or earlier when a refresh

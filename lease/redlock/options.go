@@ -27,14 +27,18 @@ type settings struct {
 	invalid       func(format string, args ...any) error
 }
 
-// DefaultNodeTimeout bounds each node's reply; see [WithNodeTimeout].
+// DefaultNodeTimeout is the least the default node timeout bounds each
+// node's reply by; see [WithNodeTimeout].
 const DefaultNodeTimeout = 50 * time.Millisecond
 
 // WithNodeTimeout bounds how long an operation waits for each node; a node
 // that has not answered by then counts as failed (its [NodeError] wraps
 // [ErrNodeTimeout]) and the operation goes on with the others. Keep it
 // small next to the ttl: the time spent is taken from the lease's validity.
-// The default is 50ms.
+// The default is a tenth of the lock's ttl, at least [DefaultNodeTimeout]
+// (50ms; Inspect and Advance use 50ms): a burst of waiters queues each
+// node's calls behind each other's, and a release that times out costs
+// the lock's waiters its ttl.
 func WithNodeTimeout(d time.Duration) Option {
 	return option(func(s *settings) error {
 		if d < time.Millisecond {

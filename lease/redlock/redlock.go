@@ -2,7 +2,6 @@ package redlock
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -11,7 +10,7 @@ import (
 
 	"github.com/fencelock/fencelock/internal/family"
 	"github.com/fencelock/fencelock/internal/isnil"
-	"github.com/fencelock/fencelock/internal/protocol"
+	"github.com/fencelock/fencelock/internal/quorum"
 	"github.com/fencelock/fencelock/lease"
 	"github.com/fencelock/fencelock/observe"
 )
@@ -50,30 +49,19 @@ func New[C redis.UniversalClient](nodes []C, opts ...Option) (*lease.Client, err
 	}})...)
 }
 
-// quorum is the strategy of a client on N independent masters.
-type quorum struct {
-	nodes  []node
-	quorum int
-	cfg    *family.Config
-	set    settings
-}
-
-func newQuorum(cfg *family.Config, clients []redis.UniversalClient, opts []option) (*quorum, error) {
-	q := &quorum{cfg: cfg, set: settings{nodeTimeout: DefaultNodeTimeout, wakeup: true, invalid: cfg.Invalidf}}
+// newQuorum is the strategy of a client on N independent masters.
+func newQuorum(cfg *family.Config, clients []redis.UniversalClient, opts []option) (*quorum.Strategy, error) {
+	set := settings{wakeup: true, invalid: cfg.Invalidf}
 	for _, o := range opts {
-		if err := o(&q.set); err != nil {
+		if err := o(&set); err != nil {
 			return nil, err
 		}
 	}
-	switch n := len(clients); {
-	case n == 0:
-		return nil, cfg.Invalidf("redlock: no nodes")
-	case !q.set.anyNodeCount && (n < 3 || n%2 == 0):
+	if n := len(clients); n > 0 && !set.anyNodeCount && (n < 3 || n%2 == 0) {
 		return nil, cfg.Invalidf("redlock: %d nodes: Redlock needs an odd number, at least 3 (or WithForceNodeCount)", n)
 	}
-	q.quorum = len(clients)/2 + 1
+	nodes := make([]*quorum.Node, 0, len(clients))
 	seen := make(map[string]bool, len(clients))
-	w := newWorkers()
 	for i, rdb := range clients {
 		if isnil.Nil(rdb) {
 			return nil, cfg.Invalidf("redlock: node #%d is nil", i)
@@ -86,9 +74,21 @@ func newQuorum(cfg *family.Config, clients []redis.UniversalClient, opts []optio
 		if err := checkNode(rdb); err != nil {
 			return nil, cfg.Invalidf("redlock: node %s: %v", addr, err)
 		}
-		q.nodes = append(q.nodes, newNode(addr, rdb, w))
+		nodes = append(nodes, quorum.NewNode(addr, rdb))
 	}
-	return q, nil
+	qc := quorum.Config{Shared: cfg, Kind: observe.KindRedlock, Name: "redlock", Nodes: nodes,
+		NodeTimeout: set.nodeTimeout, MinNodeTimeout: DefaultNodeTimeout, ErrNodeTimeout: ErrNodeTimeout,
+		NodeError: func(addr string, err error) error { return &NodeError{Addr: addr, Err: err} },
+		Unfenced:  !set.quorumFencing, SetAgain: true, Quorum: true}
+	if set.quorumFencing {
+		qc.WriteBack = writeBack
+	}
+	if set.wakeup {
+		qc.Listen = listen
+	} else {
+		qc.Listen = func(_ context.Context, a *quorum.Attempt) family.Waker { return &wakeup{a: a} }
+	}
+	return quorum.New(qc)
 }
 
 // checkNode refuses a node client whose settings would let a call outlive
@@ -128,41 +128,4 @@ func nodeAddr(i int, rdb redis.UniversalClient) string {
 		return "ring(" + strings.Join(addrs, ",") + ")"
 	}
 	return fmt.Sprintf("node#%d", i)
-}
-
-func (q *quorum) Kind() observe.Kind { return observe.KindRedlock }
-
-// Advance lifts the counter on every node and succeeds when a majority
-// took it. It returns the smallest counter among those nodes: any later
-// majority shares a node with them, so the next token is greater.
-func (q *quorum) Advance(ctx context.Context, name string, floor uint64) (uint64, error) {
-	k, counter := q.cfg.Keys(name), q.cfg.Counter()
-	rs := fanout(ctx, q.nodes, q.set.nodeTimeout, func(ctx context.Context, n node, c family.Conn) (uint64, error) {
-		return protocol.Advance(ctx, c, k, floor, counter)
-	}, nil)
-	ok, low := 0, uint64(0)
-	for _, r := range rs {
-		if r.err == nil {
-			if ok == 0 || r.val < low {
-				low = r.val
-			}
-			ok++
-		}
-	}
-	if ok < q.quorum {
-		return 0, joinf(failed(rs), "%d of %d nodes took it, %d needed", ok, len(q.nodes), q.quorum)
-	}
-	return low, nil
-}
-
-// Close stops the senders of the nodes' transports, waiting for them until
-// ctx ends.
-func (q *quorum) Close(ctx context.Context) error {
-	var errs []error
-	for _, n := range q.nodes {
-		if err := n.tr.Close(ctx); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return errors.Join(errs...)
 }
