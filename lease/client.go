@@ -46,26 +46,39 @@ type Client struct {
 // dial (MaxRetries, DialerRetries): a server that is down is reported once
 // those retries end (about 2.7s with the defaults) or the context does.
 func New(rdb redis.UniversalClient, opts ...Option) (*Client, error) {
-	cfg := family.New(DefaultPrefix, DefaultDriftFactor, DefaultMinBackoff, DefaultMaxBackoff, DefaultCounterTTL)
-	cfg.Invalid, cfg.NotAcquired, cfg.Lost, cfg.NotReplicated = ErrInvalid, ErrNotAcquired, ErrLost, ErrNotReplicated
-	cfg.OneRedis.Fair = true
-	if err := family.Apply(&cfg, opts); err != nil {
-		return nil, err
-	}
-	if cfg.NewStrategy == nil {
+	return newClient(func(cfg *family.Config) (family.Strategy, error) {
 		if isnil.Nil(rdb) {
 			return nil, invalid("nil redis client")
 		}
-		cfg.NewStrategy = func(cfg *family.Config) (family.Strategy, error) {
-			return quorum.New(quorum.Config{Shared: cfg, Kind: observe.KindLease, Name: "lease",
-				Nodes: []*quorum.Node{quorum.NewNode("", rdb)}, OneRedis: cfg.OneRedis})
-		}
+		return quorum.New(quorum.Config{Shared: cfg, Kind: observe.KindLease, Name: "lease",
+			Nodes: []*quorum.Node{quorum.NewNode("", rdb)}, OneRedis: cfg.OneRedis})
+	}, opts)
+}
+
+// newClient is the client of every kind: lease's defaults, opts applied in
+// order, and the strategy newStrategy makes of them.
+func newClient[O any](newStrategy func(*family.Config) (family.Strategy, error), opts []O) (*Client, error) {
+	cfg := family.New(DefaultPrefix, DefaultDriftFactor, DefaultMinBackoff, DefaultMaxBackoff, DefaultCounterTTL)
+	cfg.Invalid, cfg.NotAcquired, cfg.Lost, cfg.NotReplicated = ErrInvalid, ErrNotAcquired, ErrLost, ErrNotReplicated
+	cfg.OneRedis.Fair = true // the default of WithFair
+	if err := family.Apply(&cfg, opts); err != nil {
+		return nil, err
 	}
-	s, err := cfg.NewStrategy(&cfg)
+	s, err := newStrategy(&cfg)
 	if err != nil {
 		return nil, err
 	}
 	return &Client{s: s, cfg: cfg}, nil
+}
+
+func init() {
+	family.NewClient = func(newStrategy func(*family.Config) (family.Strategy, error), opts ...any) (any, error) {
+		c, err := newClient(newStrategy, opts)
+		if err != nil {
+			return nil, err
+		}
+		return c, nil
+	}
 }
 
 // Close waits, until ctx ends, for the client's background cleanups (a

@@ -30,11 +30,15 @@ type Config struct {
 	Hooks                  *observe.Hooks
 
 	OneRedis OneRedis
-
-	// NewStrategy makes the kind once every option is applied; lease.New
-	// makes one Redis's when no option set it.
-	NewStrategy func(*Config) (Strategy, error)
 }
+
+// NewClient is package lease's one constructor of a *lease.Client (as an
+// any) of every kind: the client's configuration, lease's defaults with
+// opts applied, and its strategy, which newStrategy makes of it. Package
+// lease sets it as it is initialised, once, and never again (lease cannot
+// be imported from here, and lease/redlock imports lease); redlock.New
+// calls it, so no mode of lease.New makes a quorum.
+var NewClient func(newStrategy func(*Config) (Strategy, error), opts ...any) (any, error)
 
 // OneRedis holds what only a lock on exactly one Redis can do.
 type OneRedis struct {

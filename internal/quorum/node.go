@@ -1,11 +1,15 @@
 package quorum
 
 import (
+	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fencelock/fencelock/internal/family"
+	"github.com/fencelock/fencelock/internal/isnil"
 	"github.com/fencelock/fencelock/internal/notify"
 	"github.com/fencelock/fencelock/internal/protocol"
 )
@@ -32,6 +36,67 @@ type Node struct {
 // no goroutine.
 func NewNode(addr string, rdb redis.UniversalClient) *Node {
 	return &Node{Addr: addr, RDB: rdb, Notify: notify.New(rdb), Probe: family.NewProber(rdb), Tr: family.NewTransport(rdb, true)}
+}
+
+// Masters returns the nodes of clients, independent masters of a quorum,
+// each named by its address. It refuses, with an error wrapping
+// ErrInvalid, a nil node, one given twice, and a *redis.Client whose
+// settings would let a call outlive the node timeout, or spend it on
+// go-redis's own retries.
+func Masters(cfg *family.Config, kind string, clients []redis.UniversalClient) ([]*Node, error) {
+	nodes := make([]*Node, 0, len(clients))
+	seen := make(map[string]bool, len(clients))
+	for i, rdb := range clients {
+		if isnil.Nil(rdb) {
+			return nil, cfg.Invalidf("%s: node #%d is nil", kind, i)
+		}
+		addr := nodeAddr(i, rdb)
+		if seen[addr] {
+			return nil, cfg.Invalidf("%s: node %s is given twice; the nodes must be independent", kind, addr)
+		}
+		seen[addr] = true
+		if miss := unbounded(rdb); len(miss) > 0 {
+			return nil, cfg.Invalidf("%s: node %s: set %s", kind, addr, strings.Join(miss, ", "))
+		}
+		nodes = append(nodes, NewNode(addr, rdb))
+	}
+	return nodes, nil
+}
+
+// unbounded returns the settings a node's *redis.Client lacks for the node
+// timeout to bound its calls.
+func unbounded(rdb redis.UniversalClient) []string {
+	c, ok := rdb.(*redis.Client)
+	if !ok {
+		return nil
+	}
+	o := c.Options()
+	var miss []string
+	if !o.ContextTimeoutEnabled {
+		miss = append(miss, "ContextTimeoutEnabled: true (else a call waits for ReadTimeout, not the node timeout)")
+	}
+	if o.MaxRetries > 0 {
+		miss = append(miss, fmt.Sprintf("MaxRetries: -1 (it is %d: retries only spend the node timeout)", o.MaxRetries))
+	}
+	return miss
+}
+
+// nodeAddr names a node for errors: its address when the client has one.
+func nodeAddr(i int, rdb redis.UniversalClient) string {
+	switch c := rdb.(type) {
+	case *redis.Client:
+		return c.Options().Addr
+	case *redis.ClusterClient:
+		return "cluster(" + strings.Join(c.Options().Addrs, ",") + ")"
+	case *redis.Ring:
+		var addrs []string
+		for _, a := range c.Options().Addrs {
+			addrs = append(addrs, a)
+		}
+		slices.Sort(addrs)
+		return "ring(" + strings.Join(addrs, ",") + ")"
+	}
+	return fmt.Sprintf("node#%d", i)
 }
 
 // Caps are what a node's server can do, as far as the client knows; the

@@ -2,11 +2,9 @@ package redlock
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/fencelock/fencelock/internal/protocol"
 	"github.com/fencelock/fencelock/internal/quorum"
-	"github.com/fencelock/fencelock/internal/sentinel"
 	"github.com/fencelock/fencelock/lease"
 )
 
@@ -50,8 +48,8 @@ func writeBack(ctx context.Context, a *quorum.Attempt, rs []quorum.Reply[protoco
 		errs = quorum.Failed(out)
 	}
 	if have < s.Quorum() {
-		return sentinel.Join(fmt.Errorf("%w: %q: quorum fencing: Seq %d reached %d of %d nodes, %d needed",
-			lease.ErrNotAcquired, a.Name(), seq, have, len(rs), s.Quorum()), errs)
+		return quorum.Joinf(errs, "%w: %q: quorum fencing: Seq %d reached %d of %d nodes, %d needed",
+			lease.ErrNotAcquired, a.Name(), seq, have, len(rs), s.Quorum())
 	}
 	return nil
 }

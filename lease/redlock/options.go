@@ -1,10 +1,6 @@
 package redlock
 
-import (
-	"time"
-
-	"github.com/fencelock/fencelock/internal/family"
-)
+import "time"
 
 // Option configures [New]: this package's options, and lease's
 // SharedOptions (lease.WithPrefix, lease.WithDriftFactor, lease.WithBackoff,
@@ -73,9 +69,3 @@ func WithForceNodeCount() Option {
 func WithWakeup(on bool) Option {
 	return option(func(s *settings) error { s.wakeup = on; return nil })
 }
-
-// kind is the option New hands to lease.New: it makes the client a quorum.
-type kind struct{ set family.Set }
-
-func (k kind) Set(c *family.Config) error { return k.set(c) }
-func (kind) LeaseOption()                 {}

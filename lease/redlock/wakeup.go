@@ -12,19 +12,16 @@ import (
 )
 
 // wakeup is a waiting Acquire's registration on a lock's release channel on
-// every node, through the node's pub/sub connection that all the client's
-// waiters share (see package notify): a release wakes one local waiter per
-// node, not all of them. Without WithWakeup it has no registrations and
-// only its timers wake it.
+// every node, through the node's shared pub/sub connection: a release wakes
+// one local waiter per node. Without WithWakeup only its timers wake it.
 type wakeup struct {
 	a  *quorum.Attempt
 	ws []*notify.Waiter // in node order; nil without WithWakeup
 }
 
 // listen registers a waiter for the lock's channel on every node and waits,
-// for at most 200ms in all, until the nodes confirmed the subscriptions, so
-// that the attempt that follows cannot miss a release. A node that is down
-// or paused delays it by no more than that.
+// for at most 200ms in all, for the subscriptions, so that the attempt that
+// follows cannot miss a release.
 func listen(ctx context.Context, a *quorum.Attempt) family.Waker {
 	nodes := a.Strategy().Nodes()
 	w := &wakeup{a: a, ws: make([]*notify.Waiter, len(nodes))}
@@ -51,8 +48,7 @@ func (w *wakeup) Close() {
 	}
 }
 
-// BeforeTry drops the wake-ups received so far: the try about to be made
-// sees their effect anyway.
+// BeforeTry drops the wake-ups received so far: the next try sees them.
 func (w *wakeup) BeforeTry() {
 	for _, x := range w.ws {
 		x.Drain()
