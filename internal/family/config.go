@@ -1,8 +1,12 @@
 // Package family holds what the lease kinds (one Redis, in package lease,
-// and a quorum of masters, in package lease/redlock) share under the one
-// lease core of package lease: the configuration the options fill, the
-// seam a kind implements ([Strategy]), the transport rule that says whether
-// a failed call may have run ([SentOf]), and the backoff of waits.
+// and a quorum of masters, in package lease/redlock) share above and below
+// the one backend of package quorum. Above: the client's configuration and
+// its options (config.go), the seam between lease's wait loop and the
+// backend (strategy.go), the backoff of waits (backoff.go). Below, a
+// node's transport: the batching of calls ([Transport], batch.go and
+// conn.go), what a call sent ([Sent], sent.go), and the direct dial that
+// tells a server that refuses connections from a slow one ([Prober],
+// probe.go).
 package family
 
 import (

@@ -28,7 +28,7 @@ import (
 //     connections holds nothing to undo now (what it kept expires with the
 //     ttl), so its retries stop.
 //   - A node whose call's reply was lost and whose release found nothing
-//     is released once more, family.LostCallLag after the calls still in
+//     is released once more, lostCallLag after the calls still in
 //     flight returned: the lost call can reach the server behind the
 //     first release.
 //   - When the caller's context ends first, all this goes on in the
@@ -164,7 +164,7 @@ func (s *Strategy) retry(ctx context.Context, p *lifetime.Pending, ttl time.Dura
 }
 
 // releaseLate releases nodes once more, once the calls in flight have
-// returned and family.LostCallLag has passed, within the cleanup bound.
+// returned and lostCallLag has passed, within the cleanup bound.
 func (s *Strategy) releaseLate(ttl time.Duration, nodes []*Node, inFlight []<-chan struct{}, op Op[bool]) {
 	bound, cancel := context.WithTimeout(context.Background(), lifetime.CleanupBound(ttl))
 	defer cancel()
@@ -175,7 +175,7 @@ func (s *Strategy) releaseLate(ttl time.Duration, nodes []*Node, inFlight []<-ch
 			return
 		}
 	}
-	if family.Sleep(bound, family.LostCallLag) != nil {
+	if sleep(bound, lostCallLag) != nil {
 		return
 	}
 	ctx, cancel := context.WithTimeout(bound, releaseTimeout)
@@ -194,3 +194,22 @@ func detached(ctx context.Context) context.Context {
 	cancel()
 	return ctx
 }
+
+// sleep waits for d or until ctx ends, whose error it returns.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// lostCallLag is how long after a call whose reply was lost returned here
+// it is taken to have reached its server, if it ever does: a cleanup that
+// found nothing to release releases once more that much later, since the
+// lost call can reach the server behind the cleanup's first release, on
+// another connection.
+const lostCallLag = 25 * time.Millisecond
