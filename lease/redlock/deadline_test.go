@@ -36,11 +36,9 @@ func closedNodes(t *testing.T, n, dialerRetries int) []redis.UniversalClient {
 	return rdbs
 }
 
-// ctxNodes starts three masters only this test uses, each resumed at
-// cleanup, and returns a redlock client over context-honouring clients for
-// them, with a slow node timeout. A lock has been taken and released, so
-// the connections are open and the scripts cached.
-func ctxNodes(t *testing.T) ([]*testenv.Redis, *lease.Client) {
+// pausableNodes starts three masters only this test uses, each resumed at
+// cleanup, and returns them with a context-honouring client for each.
+func pausableNodes(t *testing.T) ([]*testenv.Redis, []redis.UniversalClient) {
 	t.Helper()
 	rs := testenv.NewRedisN(t, 3)
 	rdbs := make([]redis.UniversalClient, len(rs))
@@ -48,6 +46,16 @@ func ctxNodes(t *testing.T) ([]*testenv.Redis, *lease.Client) {
 		t.Cleanup(func() { _ = r.Resume() })
 		rdbs[i] = testenv.CtxClient(t, r.Addr(), 5)
 	}
+	return rs, rdbs
+}
+
+// ctxNodes starts three masters only this test uses, each resumed at
+// cleanup, and returns a redlock client over context-honouring clients for
+// them, with a slow node timeout. A lock has been taken and released, so
+// the connections are open and the scripts cached.
+func ctxNodes(t *testing.T) ([]*testenv.Redis, *lease.Client) {
+	t.Helper()
+	rs, rdbs := pausableNodes(t)
 	c := newLocker(t, rdbs, redlock.WithNodeTimeout(slowNodeTimeout))
 	l, err := c.TryAcquire(t.Context(), name(t), time.Minute)
 	require.NoError(t, err)
@@ -245,12 +253,7 @@ func TestReleaseDeadline(t *testing.T) {
 // the paused nodes' timeouts.
 func TestAcquireFrozenMajorityGivesUpAfterTTL(t *testing.T) {
 	t.Parallel()
-	rs := testenv.NewRedisN(t, 3)
-	rdbs := make([]redis.UniversalClient, len(rs))
-	for i, r := range rs {
-		t.Cleanup(func() { _ = r.Resume() })
-		rdbs[i] = testenv.CtxClient(t, r.Addr(), 5)
-	}
+	rs, rdbs := pausableNodes(t)
 	c := newLocker(t, rdbs, redlock.WithNodeTimeout(50*time.Millisecond))
 	fault(t, "paused", rs, 1, 2)
 	const ttl = time.Second
@@ -277,12 +280,7 @@ func TestAcquireFrozenMajorityGivesUpAfterTTL(t *testing.T) {
 // context lived.
 func TestAcquireFrozenMajorityHeldLockGivesUp(t *testing.T) {
 	t.Parallel()
-	rs := testenv.NewRedisN(t, 3)
-	rdbs := make([]redis.UniversalClient, len(rs))
-	for i, r := range rs {
-		t.Cleanup(func() { _ = r.Resume() })
-		rdbs[i] = testenv.CtxClient(t, r.Addr(), 5)
-	}
+	rs, rdbs := pausableNodes(t)
 	n := name(t)
 	other := newLocker(t, rdbs)
 	_, err := other.TryAcquire(t.Context(), n, time.Minute)
