@@ -19,15 +19,15 @@
 // bounded by a per-node timeout ([WithNodeTimeout]: a tenth of the ttl, at
 // least 50ms, by default). The lock is obtained when a majority granted it
 // and the time spent leaves validity: elapsed < ttl − drift, with drift =
-// ttl×factor + 2ms (lease.WithDriftFactor). The lease trusts its lock until
-// a local deadline on the monotonic clock, the start of the acquire + ttl −
-// drift. A failed attempt is released on every node whose call may have
-// run, and a release on every node; a node that does not answer is retried
-// in the background until the ttl or until it refuses connections (Close
-// waits for that). Acquire waits (release wake-ups over pub/sub, the nodes'
-// remaining ttls, jittered backoff) and retries nodes that only timed out;
-// it gives up when hard errors leave no majority, or when every attempt for
-// a whole ttl failed a majority. TryAcquire tries once.
+// ttl×factor + 2ms (lease.WithDriftFactor, factor 0.01 by default). The
+// lease trusts its lock until a local deadline on the monotonic clock, the
+// start of the acquire + ttl − drift. A failed attempt is released on every
+// node whose call may have run, and a release on every node; a node that
+// does not answer is retried in the background until the ttl or until it
+// refuses connections (Close waits for that). Acquire waits (release
+// wake-ups over pub/sub, the nodes' remaining ttls, jittered backoff) and
+// retries nodes that only timed out; it gives up when hard errors leave no
+// majority, or when every attempt for a whole ttl failed a majority.
 //
 // Errors of individual nodes are kept as [NodeError] values naming the
 // node, joined on one line under package lease's sentinels. Give each node
