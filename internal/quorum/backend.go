@@ -47,7 +47,7 @@ func (b *backend) Refresh(ctx context.Context, tok fence.Token, ttl time.Duratio
 			return r.Outcome, err
 		}
 	}
-	rs := Fanout(ctx, s, s.cfg.Nodes, s.timeout(ttl), op, nil)
+	rs := Fanout(ctx, s, s.cfg.Nodes, s.timeout(ttl), op, decided(s, func(o protocol.Outcome) bool { return o == protocol.Reacquired }))
 	held, gone := 0, 0
 	var reset []*Node
 	for i, r := range rs {

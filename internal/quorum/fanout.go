@@ -39,8 +39,10 @@ const (
 // Fanout calls op on every node of nodes at once, through the node's
 // transport, each call under ctx and, when timeout is not 0, a deadline
 // timeout away. It returns when every node has answered, when ctx ends,
-// or as soon as settled (if not nil) reports, given the replies so far,
-// that the outcome cannot change. Replies not in by then carry the node's
+// or when settled (if not nil), given the replies so far, says so: at once
+// (0: the outcome cannot change), or after a grace for the rest (d > 0:
+// the outcome is known, and late answers only add to it); a negative
+// duration waits on. Replies not in by then carry the node's
 // timeout error, or ctx's when the caller's context ended, or
 // ErrNotAwaited when settled ended the wait; and whether their call was
 // made, as a value. A node that refused a direct dial meanwhile is named in
@@ -49,7 +51,7 @@ const (
 // One node is called inline, on the caller's goroutine. Otherwise the
 // calls run on the client's workers; those still running when Fanout
 // returns are cancelled and left to finish (they never block).
-func Fanout[T any](ctx context.Context, s *Strategy, nodes []*Node, timeout time.Duration, op Op[T], settled func([]Reply[T]) bool) []Reply[T] {
+func Fanout[T any](ctx context.Context, s *Strategy, nodes []*Node, timeout time.Duration, op Op[T], settled func([]Reply[T]) time.Duration) []Reply[T] {
 	if len(nodes) == 1 {
 		return []Reply[T]{inline(ctx, s, nodes[0], timeout, op)}
 	}
@@ -91,15 +93,26 @@ func Fanout[T any](ctx context.Context, s *Strategy, nodes []*Node, timeout time
 		}
 	}
 	got := 0
+	var grace <-chan time.Time // set once settled gave the rest a grace
 collect:
 	for got < len(nodes) {
 		select {
 		case a := <-ch:
 			record(a)
 			got++
-			if settled != nil && settled(out) {
-				break collect
+			if settled == nil {
+				continue
 			}
+			switch d := settled(out); {
+			case d == 0:
+				break collect
+			case d > 0 && grace == nil:
+				t := time.NewTimer(d)
+				defer t.Stop()
+				grace = t.C
+			}
+		case <-grace:
+			break collect
 		case <-parent.Done():
 			for { // keep the answers already in
 				select {

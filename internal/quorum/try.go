@@ -83,7 +83,7 @@ func (a *Attempt) Try(ctx context.Context) (*family.Grant, family.Miss, error) {
 		r, kk := a.tryAcked(ctx, t)
 		rs, k = []Reply[protocol.TryResult]{r}, kk
 	} else {
-		rs = Fanout(ctx, s, s.cfg.Nodes, s.timeout(ttl), a.acquireOp(t), s.hopeless)
+		rs = Fanout(ctx, s, s.cfg.Nodes, s.timeout(ttl), a.acquireOp(t), decided(s, protocol.TryResult.Got))
 	}
 
 	granted, again, held, errs, timeouts, unawaited := 0, 0, 0, 0, 0, 0
@@ -191,16 +191,32 @@ func (a *Attempt) acquireOp(t protocol.Try) Op[protocol.TryResult] {
 	}
 }
 
-// hopeless reports whether so many nodes refused or failed that a quorum
-// can no longer grant the lock; the try then stops waiting for the rest.
-func (s *Strategy) hopeless(rs []Reply[protocol.TryResult]) bool {
-	no := 0
-	for _, r := range rs {
-		if r.In && (r.Err != nil || !r.Val.Got()) {
-			no++
+// decided is a Fanout's settled func for a call decided by a quorum: it
+// stops waiting at once when so many nodes said no (or failed) that no
+// quorum can say yes; once a quorum said yes, after MinNodeTimeout more for
+// the rest (a node that is frozen then costs a call no more than that,
+// while a node that is only slow, under a burst, has the whole node timeout
+// to make the quorum). Without a yes rule it only stops at once.
+func decided[T any](s *Strategy, yes func(T) bool) func([]Reply[T]) time.Duration {
+	return func(rs []Reply[T]) time.Duration {
+		y, n := 0, 0
+		for _, r := range rs {
+			switch {
+			case !r.In:
+			case r.Err == nil && yes(r.Val):
+				y++
+			default:
+				n++
+			}
 		}
+		switch {
+		case n > len(rs)-s.quorum:
+			return 0
+		case y >= s.quorum:
+			return max(s.cfg.MinNodeTimeout, time.Millisecond)
+		}
+		return -1
 	}
-	return no > len(rs)-s.quorum
 }
 
 // slow reports whether a node only did not answer in time: a node timeout

@@ -309,3 +309,30 @@ func TestAcquireFrozenMajorityHeldLockGivesUp(t *testing.T) {
 	assert.NotErrorIs(t, err, context.Canceled)
 	assert.ErrorContains(t, err, "the lock service is unavailable")
 }
+
+// TestFrozenMinorityCostsATryLittle: with one node of three paused, a try
+// that the other two granted waits for the paused node only a moment more
+// (the minimum node timeout, 50ms), not the whole default node timeout (a
+// tenth of the ttl: 2s here), and so does a refresh.
+func TestFrozenMinorityCostsATryLittle(t *testing.T) {
+	t.Parallel()
+	rs, rdbs := pausableNodes(t)
+	c, err := redlock.New(rdbs, redlock.WithQuorumFencing(true))
+	require.NoError(t, err)
+	const ttl = 20 * time.Second
+	warm, err := c.TryAcquire(t.Context(), name(t), ttl)
+	require.NoError(t, err)
+	require.NoError(t, warm.Release(t.Context()))
+	fault(t, "paused", rs, 2)
+	for range 3 {
+		start := time.Now()
+		l, err := c.TryAcquire(t.Context(), name(t), ttl)
+		require.NoError(t, err)
+		took := time.Since(start)
+		require.NoError(t, l.Refresh(t.Context(), ttl))
+		refreshed := time.Since(start) - took
+		t.Logf("acquired in %v, refreshed in %v", took.Round(time.Millisecond), refreshed.Round(time.Millisecond))
+		assert.Less(t, took, ttl/10, "the try waited the whole node timeout for the paused node")
+		assert.Less(t, refreshed, ttl/10, "the refresh waited the whole node timeout for the paused node")
+	}
+}
