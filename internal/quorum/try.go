@@ -193,10 +193,12 @@ func (a *Attempt) acquireOp(t protocol.Try) Op[protocol.TryResult] {
 
 // decided is a Fanout's settled func for a call decided by a quorum: it
 // stops waiting at once when so many nodes said no (or failed) that no
-// quorum can say yes; once a quorum said yes, after MinNodeTimeout more for
-// the rest (a node that is frozen then costs a call no more than that,
-// while a node that is only slow, under a burst, has the whole node timeout
-// to make the quorum). Without a yes rule it only stops at once.
+// quorum can say yes; once a quorum said yes, with the default node
+// timeout, after MinNodeTimeout more for the rest (a node that is frozen
+// then costs a call no more than that, while a node that is only slow,
+// under a burst, has the whole node timeout to make the quorum). A node
+// timeout set explicitly is waited for whole: what answers in it takes
+// quorum fencing's write-back.
 func decided[T any](s *Strategy, yes func(T) bool) func([]Reply[T]) time.Duration {
 	return func(rs []Reply[T]) time.Duration {
 		y, n := 0, 0
@@ -212,7 +214,7 @@ func decided[T any](s *Strategy, yes func(T) bool) func([]Reply[T]) time.Duratio
 		switch {
 		case n > len(rs)-s.quorum:
 			return 0
-		case y >= s.quorum:
+		case y >= s.quorum && s.cfg.NodeTimeout == 0:
 			return max(s.cfg.MinNodeTimeout, time.Millisecond)
 		}
 		return -1

@@ -29,10 +29,10 @@ const DefaultNodeTimeout = 50 * time.Millisecond
 
 // WithNodeTimeout bounds how long an operation waits for each node; a node
 // that has not answered by then counts as failed (its [NodeError] wraps
-// [ErrNodeTimeout]). A try or refresh that a majority granted waits at most
-// DefaultNodeTimeout more for the rest. The default is a tenth of the
-// lock's ttl, at least [DefaultNodeTimeout] (50ms; Inspect and Advance use
-// 50ms): a burst of waiters queues each node's calls behind each other's,
+// [ErrNodeTimeout]). The default is a tenth of the lock's ttl, at least
+// [DefaultNodeTimeout] (50ms; Inspect and Advance use 50ms), and a try or
+// refresh that a majority granted then waits at most 50ms more for the
+// rest: a burst of waiters queues each node's calls behind each other's,
 // and a release that times out costs the lock's waiters its ttl.
 func WithNodeTimeout(d time.Duration) Option {
 	return option(func(s *settings) error {
