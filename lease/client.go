@@ -15,6 +15,7 @@ import (
 	"github.com/fencelock/fencelock/internal/isnil"
 	"github.com/fencelock/fencelock/internal/lifetime"
 	"github.com/fencelock/fencelock/internal/quorum"
+	"github.com/fencelock/fencelock/internal/transport"
 	"github.com/fencelock/fencelock/observe"
 )
 
@@ -292,7 +293,7 @@ func (c *Client) kind() observe.Kind {
 // ErrNotAcquired, ctx.Err() and the last try's error, if any.
 func notAcquired(ctx context.Context, name string, cause error) error {
 	ctxErr := lifetime.Ended(ctx)
-	var dial *family.DialError
+	var dial *transport.DialError
 	if errors.As(cause, &dial) && errors.Is(cause, ctxErr) && !errors.Is(cause, ErrNotAcquired) {
 		return fmt.Errorf("%w: %q: %w", ErrNotAcquired, name, cause) // "ctx err (last dial to ...)"
 	}

@@ -1,15 +1,15 @@
 package lease
 
 import (
-	"github.com/fencelock/fencelock/internal/family"
 	"github.com/fencelock/fencelock/internal/quorum"
+	"github.com/fencelock/fencelock/internal/transport"
 )
 
 // Unbatched makes c send each try and cleanup directly, one round trip
 // each, for the benchmarks that measure what batching gains.
 func Unbatched(c *Client) *Client {
 	n := c.s.(*quorum.Strategy).Nodes()[0]
-	n.Tr = family.NewTransport(n.RDB, false)
+	n.Tr = transport.NewTransport(n.RDB, false)
 	return c
 }
 

@@ -1,12 +1,8 @@
 // Package family holds what the lease kinds (one Redis, in package lease,
-// and a quorum of masters, in package lease/redlock) share above and below
-// the one backend of package quorum. Above: the client's configuration and
-// its options (config.go), the seam between lease's wait loop and the
-// backend (strategy.go), the backoff of waits (backoff.go). Below, a
-// node's transport: the batching of calls ([Transport], batch.go and
-// conn.go), what a call sent ([Sent], sent.go), and the direct dial that
-// tells a server that refuses connections from a slow one ([Prober],
-// probe.go).
+// and a quorum of masters, in package lease/redlock) share above the one
+// backend of package quorum: the client's configuration and its options
+// (config.go), the seam between lease's wait loop and the backend
+// (strategy.go), and the backoff of waits (backoff.go).
 package family
 
 import (

@@ -6,10 +6,10 @@ import (
 	"time"
 
 	"github.com/fencelock/fencelock/fence"
-	"github.com/fencelock/fencelock/internal/family"
 	"github.com/fencelock/fencelock/internal/lifetime"
 	"github.com/fencelock/fencelock/internal/protocol"
 	"github.com/fencelock/fencelock/internal/sentinel"
+	"github.com/fencelock/fencelock/internal/transport"
 )
 
 // backend is the one lease backend: a lease's refreshes, release and
@@ -33,7 +33,7 @@ type backend struct {
 
 func (b *backend) Refresh(ctx context.Context, tok fence.Token, ttl time.Duration) error {
 	s, name := b.s, b.tok.Key
-	op := func(ctx context.Context, n *Node, c family.Conn) (protocol.Outcome, error) {
+	op := func(ctx context.Context, n *Node, c transport.Conn) (protocol.Outcome, error) {
 		ok, err := protocol.Refresh(ctx, c, b.keys, tok.Holder, tok.Seq, ttl)
 		if ok {
 			return protocol.Reacquired, err
@@ -42,7 +42,7 @@ func (b *backend) Refresh(ctx context.Context, tok fence.Token, ttl time.Duratio
 	}
 	if s.cfg.SetAgain {
 		t := protocol.Try{Holder: b.tok.Holder, TTL: ttl, Counter: s.Counter(), Unfenced: s.cfg.Unfenced}
-		op = func(ctx context.Context, n *Node, c family.Conn) (protocol.Outcome, error) {
+		op = func(ctx context.Context, n *Node, c transport.Conn) (protocol.Outcome, error) {
 			r, err := protocol.Acquire(ctx, c, b.keys, t)
 			return r.Outcome, err
 		}
@@ -90,7 +90,7 @@ func (b *backend) Release(ctx context.Context) error {
 		switch {
 		case r.Err == nil && !r.Val:
 			gone++
-		case r.Err != nil && r.Sent != family.Ran:
+		case r.Err != nil && r.Sent != transport.Ran:
 			again = append(again, target{n: s.cfg.Nodes[i]})
 		}
 	}
@@ -114,7 +114,7 @@ func (b *backend) Reissue(ctx context.Context, floor uint64) (uint64, error) {
 	if s.cfg.Unfenced {
 		return 0, fmt.Errorf("%w: %s: reissue %q: tokens need WithQuorumFencing", s.cfg.Shared.Invalid, s.cfg.Name, name)
 	}
-	rs := Fanout(ctx, s, s.cfg.Nodes, s.timeout(b.ttl), func(ctx context.Context, n *Node, c family.Conn) (uint64, error) {
+	rs := Fanout(ctx, s, s.cfg.Nodes, s.timeout(b.ttl), func(ctx context.Context, n *Node, c transport.Conn) (uint64, error) {
 		return protocol.Reissue(ctx, c, b.keys, b.tok.Holder, floor, s.Counter())
 	}, nil)
 	held, gone, seq := 0, 0, uint64(0)
@@ -172,7 +172,7 @@ func (b *backend) Reissue(ctx context.Context, floor uint64) (uint64, error) {
 // adoptOp gives a node seq: its counter, and its lock's Seq where holder
 // holds it.
 func adoptOp(k protocol.Keys, holder string, seq uint64, counter protocol.Counter) Op[uint64] {
-	return func(ctx context.Context, n *Node, c family.Conn) (uint64, error) {
+	return func(ctx context.Context, n *Node, c transport.Conn) (uint64, error) {
 		return protocol.Adopt(ctx, c, k, holder, seq, counter)
 	}
 }

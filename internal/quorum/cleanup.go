@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/fencelock/fencelock/internal/family"
 	"github.com/fencelock/fencelock/internal/lifetime"
 	"github.com/fencelock/fencelock/internal/protocol"
 	"github.com/fencelock/fencelock/internal/sentinel"
+	"github.com/fencelock/fencelock/internal/transport"
 )
 
 // The one cleanup policy, for every kind and every call that lets go of
@@ -65,7 +65,7 @@ func (a *Attempt) cleanup(ctx context.Context, rs []Reply[protocol.TryResult]) u
 	var inFlight []<-chan struct{}
 	for i, r := range rs {
 		fresh := r.Err == nil && r.Val.Outcome == protocol.Acquired
-		mayHave := r.Sent == family.MayHaveRun
+		mayHave := r.Sent == transport.MayHaveRun
 		if fresh || (!a.reacquire() && (mayHave || (r.Err == nil && r.Val.Got()))) {
 			ts = append(ts, target{n: a.s.cfg.Nodes[i], granted: r.Err == nil, lost: mayHave && r.Err != nil})
 		}
@@ -93,14 +93,14 @@ func (a *Attempt) Abandon(ctx context.Context) {
 // the lock if holder has it; on an unfair lock it is the release.
 func (a *Attempt) leaveOp(holder string, passOn bool) Op[bool] {
 	k := a.keys
-	return func(ctx context.Context, n *Node, c family.Conn) (bool, error) {
+	return func(ctx context.Context, n *Node, c transport.Conn) (bool, error) {
 		return protocol.Leave(ctx, c, k, n.release(a.s, holder), passOn)
 	}
 }
 
 // unlockOp releases holder's lock.
 func (s *Strategy) unlockOp(k protocol.Keys, holder string) Op[bool] {
-	return func(ctx context.Context, n *Node, c family.Conn) (bool, error) {
+	return func(ctx context.Context, n *Node, c transport.Conn) (bool, error) {
 		return protocol.Unlock(ctx, c, k, n.release(s, holder))
 	}
 }
@@ -140,7 +140,7 @@ func (s *Strategy) retry(ctx context.Context, p *lifetime.Pending, ttl time.Dura
 		var errs []error
 		var left []target
 		for i, r := range out {
-			if r.Err == nil || (r.Sent != family.Ran && nodes[i].Probe.Unreachable(ctx)) {
+			if r.Err == nil || (r.Sent != transport.Ran && nodes[i].Probe.Unreachable(ctx)) {
 				continue
 			}
 			left = append(left, ts[i])

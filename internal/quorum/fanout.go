@@ -6,13 +6,13 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/fencelock/fencelock/internal/family"
 	"github.com/fencelock/fencelock/internal/lifetime"
 	"github.com/fencelock/fencelock/internal/sentinel"
+	"github.com/fencelock/fencelock/internal/transport"
 )
 
 // Op is one call to one node, through the node's transport (c).
-type Op[T any] func(ctx context.Context, n *Node, c family.Conn) (T, error)
+type Op[T any] func(ctx context.Context, n *Node, c transport.Conn) (T, error)
 
 // Reply is one node's answer to a fanned-out call. Err is nil when the
 // node answered Val, else the node's error (see Config.NodeError). Sent
@@ -22,7 +22,7 @@ type Op[T any] func(ctx context.Context, n *Node, c family.Conn) (T, error)
 type Reply[T any] struct {
 	Val  T
 	Err  error
-	Sent family.Sent
+	Sent transport.Sent
 	In   bool
 	// Done, for a call still in flight when Fanout returned, closes when
 	// it returns; nil otherwise.
@@ -62,7 +62,7 @@ func Fanout[T any](ctx context.Context, s *Strategy, nodes []*Node, timeout time
 	type answer struct {
 		i    int
 		val  T
-		sent family.Sent
+		sent transport.Sent
 		err  error
 	}
 	ch := make(chan answer, len(nodes))
@@ -78,8 +78,8 @@ func Fanout[T any](ctx context.Context, s *Strategy, nodes []*Node, timeout time
 			defer close(done[i])
 			cctx, ccancel := withTimeout(ctx, timeout)
 			defer ccancel()
-			v, sent, err := family.Watch(cctx, n.Probe, probeAfter(timeout), func(ctx context.Context) (T, family.Sent, error) {
-				return family.SendClaimed(ctx, n.Tr, claim, func(ctx context.Context, c family.Conn) (T, error) { return op(ctx, n, c) })
+			v, sent, err := transport.Watch(cctx, n.Probe, probeAfter(timeout), func(ctx context.Context) (T, transport.Sent, error) {
+				return transport.SendClaimed(ctx, n.Tr, claim, func(ctx context.Context, c transport.Conn) (T, error) { return op(ctx, n, c) })
 			})
 			ch <- answer{i, v, sent, err}
 		})
@@ -128,13 +128,13 @@ collect:
 		if out[i].In {
 			continue
 		}
-		out[i].Sent, out[i].Done = family.MayHaveRun, done[i]
+		out[i].Sent, out[i].Done = transport.MayHaveRun, done[i]
 		if state[i].CompareAndSwap(waiting, dropped) {
-			out[i].Sent, out[i].Done = family.NotSent, nil
+			out[i].Sent, out[i].Done = transport.NotSent, nil
 		}
 		var cause error
 		if de := nodes[i].Probe.Since(start); de != nil {
-			cause, out[i].Sent = de, family.NotSent // refused: it never got a connection
+			cause, out[i].Sent = de, transport.NotSent // refused: it never got a connection
 		}
 		if parent.Err() == nil {
 			out[i].Err = ErrNotAwaited // settled early
@@ -149,8 +149,8 @@ collect:
 func inline[T any](ctx context.Context, s *Strategy, n *Node, timeout time.Duration, op Op[T]) Reply[T] {
 	cctx, cancel := withTimeout(ctx, timeout)
 	defer cancel()
-	v, sent, err := family.Watch(cctx, n.Probe, probeAfter(timeout), func(ctx context.Context) (T, family.Sent, error) {
-		return family.Send(ctx, n.Tr, func(ctx context.Context, c family.Conn) (T, error) { return op(ctx, n, c) })
+	v, sent, err := transport.Watch(cctx, n.Probe, probeAfter(timeout), func(ctx context.Context) (T, transport.Sent, error) {
+		return transport.Send(ctx, n.Tr, func(ctx context.Context, c transport.Conn) (T, error) { return op(ctx, n, c) })
 	})
 	r := Reply[T]{Val: v, Sent: sent, In: true}
 	if err != nil {
@@ -168,12 +168,12 @@ func withTimeout(ctx context.Context, timeout time.Duration) (context.Context, c
 }
 
 // probeAfter is how long a call runs before its node is probed: half the
-// node timeout, at most family.ProbeAfter.
+// node timeout, at most transport.ProbeAfter.
 func probeAfter(timeout time.Duration) time.Duration {
 	if timeout <= 0 {
-		return family.ProbeAfter
+		return transport.ProbeAfter
 	}
-	return min(timeout/2, family.ProbeAfter)
+	return min(timeout/2, transport.ProbeAfter)
 }
 
 // nodeErr says why a call to n failed: the caller's context ended, the
@@ -181,13 +181,13 @@ func probeAfter(timeout time.Duration) time.Duration {
 // client's own timeout fired first), or (cause) its own error; wrapped by
 // Config.NodeError. Without a node timeout, cause is the error.
 func (s *Strategy) nodeErr(n *Node, parent context.Context, timeout time.Duration, cause error) error {
-	var dial *family.DialError
+	var dial *transport.DialError
 	var err error
 	switch pe := lifetime.Ended(parent); {
 	case timeout <= 0 && cause != nil:
 		err = cause // the caller's own bound: its error says it
 	case pe != nil && errors.As(cause, &dial):
-		err = family.Named(pe, dial)
+		err = transport.Named(pe, dial)
 	case pe != nil && cause != nil && !errors.Is(cause, pe):
 		err = sentinel.Join(pe, cause)
 	case pe != nil:
@@ -227,10 +227,10 @@ func Failed[T any](rs []Reply[T]) error {
 }
 
 // settle returns op, sent only once the node's pipelines in flight have
-// ended (family.Transport.Settle): op undoes a call that may still be in
+// ended (transport.Transport.Settle): op undoes a call that may still be in
 // one, not yet written, and would overtake it on another connection.
 func settle[T any](op Op[T]) Op[T] {
-	return func(ctx context.Context, n *Node, c family.Conn) (T, error) {
+	return func(ctx context.Context, n *Node, c transport.Conn) (T, error) {
 		if err := n.Tr.Settle(ctx); err != nil {
 			var zero T
 			return zero, err // not sent

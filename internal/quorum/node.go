@@ -12,6 +12,7 @@ import (
 	"github.com/fencelock/fencelock/internal/isnil"
 	"github.com/fencelock/fencelock/internal/notify"
 	"github.com/fencelock/fencelock/internal/protocol"
+	"github.com/fencelock/fencelock/internal/transport"
 )
 
 // Node is one Redis deployment a client takes its locks on (a server, a
@@ -26,16 +27,16 @@ type Node struct {
 	// its mode is the one the node's releases publish in.
 	Notify *notify.Notifier
 	// Probe tells a node that refuses connections from a slow one.
-	Probe *family.Prober
+	Probe *transport.Prober
 	// Tr batches the concurrent calls to the node into pipelines, and says
 	// what each sent.
-	Tr *family.Transport
+	Tr *transport.Transport
 }
 
 // NewNode returns the node of rdb, named addr. It does no I/O and starts
 // no goroutine.
 func NewNode(addr string, rdb redis.UniversalClient) *Node {
-	return &Node{Addr: addr, RDB: rdb, Notify: notify.New(rdb), Probe: family.NewProber(rdb), Tr: family.NewTransport(rdb, true)}
+	return &Node{Addr: addr, RDB: rdb, Notify: notify.New(rdb), Probe: transport.NewProber(rdb), Tr: transport.NewTransport(rdb, true)}
 }
 
 // Masters returns the nodes of clients, independent masters of a quorum,

@@ -20,6 +20,7 @@ import (
 	"github.com/fencelock/fencelock/internal/family"
 	"github.com/fencelock/fencelock/internal/protocol"
 	"github.com/fencelock/fencelock/internal/sentinel"
+	"github.com/fencelock/fencelock/internal/transport"
 	"github.com/fencelock/fencelock/observe"
 )
 
@@ -91,12 +92,12 @@ func New(cfg Config) (*Strategy, error) {
 // context.DeadlineExceeded. A refused dial to the node meanwhile stays in
 // the chain.
 func (c *Config) nodeTimeout(d time.Duration, cause error) error {
-	var dial *family.DialError
+	var dial *transport.DialError
 	switch {
 	case cause == nil:
 		return fmt.Errorf("%w (%v)", c.ErrNodeTimeout, d)
 	case errors.As(cause, &dial):
-		return family.Named(fmt.Errorf("%w (%v)", c.ErrNodeTimeout, d), dial)
+		return transport.Named(fmt.Errorf("%w (%v)", c.ErrNodeTimeout, d), dial)
 	}
 	return fmt.Errorf("%w (%v): %v", c.ErrNodeTimeout, d, cause)
 }
@@ -138,7 +139,7 @@ func (s *Strategy) one() bool { return !s.cfg.Quorum }
 // majority shares a node with them, so the next token is greater.
 func (s *Strategy) Advance(ctx context.Context, name string, floor uint64) (uint64, error) {
 	k, counter := s.cfg.Shared.Keys(name), s.Counter()
-	rs := Fanout(ctx, s, s.cfg.Nodes, s.timeout(0), func(ctx context.Context, n *Node, c family.Conn) (uint64, error) {
+	rs := Fanout(ctx, s, s.cfg.Nodes, s.timeout(0), func(ctx context.Context, n *Node, c transport.Conn) (uint64, error) {
 		return protocol.Advance(ctx, c, k, floor, counter)
 	}, nil)
 	ok, low := 0, uint64(0)
@@ -169,7 +170,7 @@ func short[T any](s *Strategy, rs []Reply[T], format string, args ...any) error 
 // view of it; on one node, that node's.
 func (s *Strategy) Inspect(ctx context.Context, name string) (family.State, error) {
 	k := s.cfg.Shared.Keys(name)
-	rs := Fanout(ctx, s, s.cfg.Nodes, s.timeout(0), func(ctx context.Context, n *Node, c family.Conn) (protocol.State, error) {
+	rs := Fanout(ctx, s, s.cfg.Nodes, s.timeout(0), func(ctx context.Context, n *Node, c transport.Conn) (protocol.State, error) {
 		return protocol.Inspect(ctx, c, k)
 	}, nil)
 	if s.one() {

@@ -16,6 +16,7 @@ import (
 	"github.com/fencelock/fencelock/internal/lifetime"
 	"github.com/fencelock/fencelock/internal/protocol"
 	"github.com/fencelock/fencelock/internal/sentinel"
+	"github.com/fencelock/fencelock/internal/transport"
 )
 
 // Attempt is one acquisition across its tries.
@@ -182,11 +183,11 @@ func (a *Attempt) acquireOp(t protocol.Try) Op[protocol.TryResult] {
 	if t.Unfenced && !a.reacquire() {
 		// No counter and nothing to compare: a plain SET NX PX is enough,
 		// and cheaper for the node than a script.
-		return func(ctx context.Context, n *Node, c family.Conn) (protocol.TryResult, error) {
+		return func(ctx context.Context, n *Node, c transport.Conn) (protocol.TryResult, error) {
 			return protocol.AcquireUnfenced(ctx, c, a.keys, t.Holder, t.TTL)
 		}
 	}
-	return func(ctx context.Context, n *Node, c family.Conn) (protocol.TryResult, error) {
+	return func(ctx context.Context, n *Node, c transport.Conn) (protocol.TryResult, error) {
 		return protocol.Acquire(ctx, c, a.keys, t)
 	}
 }
@@ -225,7 +226,7 @@ func decided[T any](s *Strategy, yes func(T) bool) func([]Reply[T]) time.Duratio
 // with no refused dial to the node meanwhile (a node whose dial is refused
 // is down, not slow).
 func (s *Strategy) slow(err error) bool {
-	var dial *family.DialError
+	var dial *transport.DialError
 	return s.cfg.ErrNodeTimeout != nil && errors.Is(err, s.cfg.ErrNodeTimeout) && !errors.As(err, &dial)
 }
 
@@ -271,7 +272,7 @@ func freeAt(quorum int, rs []Reply[protocol.TryResult]) time.Duration {
 func (a *Attempt) tryAcked(ctx context.Context, t protocol.Try) (Reply[protocol.TryResult], ack) {
 	n := a.s.cfg.Nodes[0]
 	var k ack
-	res, sent, err := family.Watch(ctx, n.Probe, 0, family.Plain(func(ctx context.Context) (protocol.TryResult, error) {
+	res, sent, err := transport.Watch(ctx, n.Probe, 0, transport.Plain(func(ctx context.Context) (protocol.TryResult, error) {
 		var conn protocol.Pipeliner = n.RDB
 		if cc, ok := n.RDB.(*redis.ClusterClient); ok {
 			m, err := cc.MasterForKey(ctx, a.keys.Lock)
@@ -289,7 +290,7 @@ func (a *Attempt) tryAcked(ctx context.Context, t protocol.Try) (Reply[protocol.
 		return r, err
 	}))
 	if k.err != nil {
-		sent = family.Ran
+		sent = transport.Ran
 	}
 	return Reply[protocol.TryResult]{Val: res, Err: err, Sent: sent, In: true}, k
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/fencelock/fencelock/internal/lifetime"
 	"github.com/fencelock/fencelock/internal/notify"
 	"github.com/fencelock/fencelock/internal/protocol"
+	"github.com/fencelock/fencelock/internal/transport"
 )
 
 // waker is a waiter on one node: its registration on the lock's release
@@ -109,7 +110,7 @@ func (a *Attempt) handedOff(ctx context.Context, n *Node, m protocol.Message) *f
 	claim := protocol.ClaimTTL(a.r.TTL)
 	if time.Until(start.Add(lifetime.Validity(claim, a.s.cfg.Shared.DriftFactor))) < claim/2 {
 		start, claim = time.Now(), a.r.TTL
-		held, _, err := family.Send(ctx, n.Tr, func(ctx context.Context, c family.Conn) (bool, error) {
+		held, _, err := transport.Send(ctx, n.Tr, func(ctx context.Context, c transport.Conn) (bool, error) {
 			return protocol.Refresh(ctx, c, a.keys, m.Holder, m.Seq, a.r.TTL)
 		})
 		if err != nil || !held || lifetime.Ended(ctx) != nil {
