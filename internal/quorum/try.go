@@ -54,9 +54,6 @@ func (a *Attempt) Strategy() *Strategy { return a.s }
 // before any.
 func (a *Attempt) Busy(i int) bool { return a.busy == nil || a.busy[i] }
 
-// Holder returns the holder id of the last try.
-func (a *Attempt) Holder() string { return a.holder }
-
 // newHolder is a fresh holder id.
 func newHolder() string { return uuid.NewString() }
 
