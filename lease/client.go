@@ -84,7 +84,7 @@ func init() {
 
 // Close waits, until ctx ends, for the client's background cleanups (a
 // waiter that gave up leaving the fair queue, the release of a lock a lost
-// reply may have taken), so that a process that exits right after leaves
+// reply may have taken, a release that got no answer), so that a process that exits right after leaves
 // no lock behind. It returns by ctx's deadline whatever the state of Redis:
 // cleanups still running then are abandoned (their locks expire with their
 // ttl) and the error says how many, wrapping ctx.Err(). Afterwards Acquire
