@@ -147,11 +147,18 @@ collect:
 
 // inline is Fanout's call to one node, on the caller's goroutine.
 func inline[T any](ctx context.Context, s *Strategy, n *Node, timeout time.Duration, op Op[T]) Reply[T] {
-	cctx, cancel := withTimeout(ctx, timeout)
-	defer cancel()
-	v, sent, err := transport.Watch(cctx, n.Probe, probeAfter(timeout), func(ctx context.Context) (T, transport.Sent, error) {
+	send := func(ctx context.Context) (T, transport.Sent, error) {
 		return transport.Send(ctx, n.Tr, func(ctx context.Context, c transport.Conn) (T, error) { return op(ctx, n, c) })
-	})
+	}
+	if timeout <= 0 {
+		// One Redis: the call ends with the caller's context, and only a
+		// try's error names a refused dial (tryOne).
+		v, sent, err := send(ctx)
+		return Reply[T]{Val: v, Sent: sent, Err: err, In: true}
+	}
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	v, sent, err := transport.Watch(cctx, n.Probe, probeAfter(timeout), send)
 	r := Reply[T]{Val: v, Sent: sent, In: true}
 	if err != nil {
 		r.Err = s.nodeErr(n, ctx, timeout, err)

@@ -34,6 +34,8 @@ type Attempt struct {
 	tries  recent
 	// busy is, per node, whether the last try found it busy or failing.
 	busy []bool
+	// one holds the reply of a try on one Redis, which costs no slice.
+	one [1]Reply[protocol.TryResult]
 }
 
 // Begin starts an acquisition.
@@ -77,10 +79,14 @@ func (a *Attempt) Try(ctx context.Context) (*family.Grant, family.Miss, error) {
 	a.tries.add(t.Attempt, start)
 	var rs []Reply[protocol.TryResult]
 	var k ack
-	if s.cfg.Replicas > 0 {
-		r, kk := a.tryAcked(ctx, t)
-		rs, k = []Reply[protocol.TryResult]{r}, kk
-	} else {
+	switch {
+	case s.cfg.Replicas > 0:
+		a.one[0], k = a.tryAcked(ctx, t)
+		rs = a.one[:]
+	case s.one():
+		a.one[0] = a.tryOne(ctx, t)
+		rs = a.one[:]
+	default:
 		rs = Fanout(ctx, s, s.cfg.Nodes, s.timeout(ttl), a.acquireOp(t), decided(s, protocol.TryResult.Got))
 	}
 
@@ -173,6 +179,18 @@ func (a *Attempt) Try(ctx context.Context) (*family.Grant, family.Miss, error) {
 // start.
 func (a *Attempt) grant(tok fence.Token, start time.Time) *family.Grant {
 	return &family.Grant{Token: tok, Start: start, Backend: &backend{s: a.s, keys: a.keys, tok: tok, ttl: a.r.TTL, pending: a.r.Pending}}
+}
+
+// tryOne is a try on one Redis, inline, its server probed when it is slow
+// to answer so that an error names a refused dial.
+func (a *Attempt) tryOne(ctx context.Context, t protocol.Try) Reply[protocol.TryResult] {
+	n := a.s.cfg.Nodes[0]
+	res, sent, err := transport.Watch(ctx, n.Probe, 0, func(ctx context.Context) (protocol.TryResult, transport.Sent, error) {
+		return transport.Send(ctx, n.Tr, func(ctx context.Context, c transport.Conn) (protocol.TryResult, error) {
+			return protocol.Acquire(ctx, c, a.keys, t)
+		})
+	})
+	return Reply[protocol.TryResult]{Val: res, Err: err, Sent: sent, In: true}
 }
 
 // acquireOp is a try on one node.
