@@ -105,8 +105,10 @@ func TestResignOfADeposedLeaderKeepsTheNewOne(t *testing.T) {
 }
 
 // etcd #22123: a resign whose delete got no answer must be retryable. Redis
-// is paused during the first Resign, which fails; the lock is still there;
-// the second Resign removes it.
+// is paused during the first Resign, which fails; the lock is still there,
+// unless the release's own retry in the background removed it already once
+// Redis resumed; the second Resign removes it if not, and succeeds either
+// way.
 func TestResignRetriesAfterAnError(t *testing.T) {
 	r := testenv.NewRedis(t)
 	opt := r.Options()
@@ -131,7 +133,9 @@ func TestResignRetriesAfterAnError(t *testing.T) {
 	assert.ErrorIs(t, term.Err(), lease.ErrReleased, "the term ended at the first resign")
 	info, err := c.Inspect(ctx, e.Name())
 	require.NoError(t, err)
-	require.Equal(t, term.Token().Holder, info.Holder, "the failed resign left the lock in Redis")
+	if info.Holder != "" {
+		require.Equal(t, term.Token().Holder, info.Holder, "the failed resign left the lock in Redis")
+	}
 
 	require.NoError(t, term.Resign(ctx))
 	_, err = e.Leader(ctx)

@@ -14,6 +14,8 @@ import (
 	"github.com/fencelock/fencelock/internal/family"
 	"github.com/fencelock/fencelock/internal/isnil"
 	"github.com/fencelock/fencelock/internal/lifetime"
+	"github.com/fencelock/fencelock/internal/quorum"
+	"github.com/fencelock/fencelock/internal/transport"
 	"github.com/fencelock/fencelock/observe"
 )
 
@@ -45,26 +47,44 @@ type Client struct {
 // dial (MaxRetries, DialerRetries): a server that is down is reported once
 // those retries end (about 2.7s with the defaults) or the context does.
 func New(rdb redis.UniversalClient, opts ...Option) (*Client, error) {
-	cfg := family.New(ErrInvalid, DefaultPrefix, DefaultDriftFactor, DefaultMinBackoff, DefaultMaxBackoff, DefaultCounterTTL)
-	if err := family.Apply(&cfg, opts); err != nil {
-		return nil, err
-	}
-	if cfg.NewStrategy == nil {
+	return newClient(func(cfg *family.Config) (family.Strategy, error) {
 		if isnil.Nil(rdb) {
 			return nil, invalid("nil redis client")
 		}
-		cfg.NewStrategy = func(cfg *family.Config) (family.Strategy, error) { return newSingle(rdb, cfg), nil }
+		return quorum.New(quorum.Config{Shared: cfg, Kind: observe.KindLease, Name: "lease",
+			Nodes: []*quorum.Node{quorum.NewNode("", rdb)}, OneRedis: cfg.OneRedis})
+	}, opts)
+}
+
+// newClient is the client of every kind: lease's defaults, opts applied in
+// order, and the strategy newStrategy makes of them.
+func newClient[O any](newStrategy func(*family.Config) (family.Strategy, error), opts []O) (*Client, error) {
+	cfg := family.New(DefaultPrefix, DefaultDriftFactor, DefaultMinBackoff, DefaultMaxBackoff, DefaultCounterTTL)
+	cfg.Invalid, cfg.NotAcquired, cfg.Lost, cfg.NotReplicated = ErrInvalid, ErrNotAcquired, ErrLost, ErrNotReplicated
+	cfg.OneRedis.Fair = true // the default of WithFair
+	if err := family.Apply(&cfg, opts); err != nil {
+		return nil, err
 	}
-	s, err := cfg.NewStrategy(&cfg)
+	s, err := newStrategy(&cfg)
 	if err != nil {
 		return nil, err
 	}
 	return &Client{s: s, cfg: cfg}, nil
 }
 
+func init() {
+	family.NewClient = func(newStrategy func(*family.Config) (family.Strategy, error), opts ...any) (any, error) {
+		c, err := newClient(newStrategy, opts)
+		if err != nil {
+			return nil, err
+		}
+		return c, nil
+	}
+}
+
 // Close waits, until ctx ends, for the client's background cleanups (a
 // waiter that gave up leaving the fair queue, the release of a lock a lost
-// reply may have taken), so that a process that exits right after leaves
+// reply may have taken, a release that got no answer), so that a process that exits right after leaves
 // no lock behind. It returns by ctx's deadline whatever the state of Redis:
 // cleanups still running then are abandoned (their locks expire with their
 // ttl) and the error says how many, wrapping ctx.Err(). Afterwards Acquire
@@ -278,7 +298,7 @@ func (c *Client) kind() observe.Kind {
 // ErrNotAcquired, ctx.Err() and the last try's error, if any.
 func notAcquired(ctx context.Context, name string, cause error) error {
 	ctxErr := lifetime.Ended(ctx)
-	var dial *family.DialError
+	var dial *transport.DialError
 	if errors.As(cause, &dial) && errors.Is(cause, ctxErr) && !errors.Is(cause, ErrNotAcquired) {
 		return fmt.Errorf("%w: %q: %w", ErrNotAcquired, name, cause) // "ctx err (last dial to ...)"
 	}

@@ -82,7 +82,9 @@ func (l *Lease) Refresh(ctx context.Context, ttl time.Duration) error {
 // passed to another holder. The lease ends whatever the outcome: after
 // Release, stop using its token. Releasing again returns nil without I/O,
 // whatever the first call found; a lost lease is still released once (its
-// key may outlive the local deadline).
+// key may outlive the local deadline). A node that did not answer is
+// retried in the background, until the ttl or until it refuses
+// connections; Client.Close waits for that.
 func (l *Lease) Release(ctx context.Context) error { return l.lf().Release(ctx) }
 
 // Reissue gives this lease a new token, greater than both the lock's

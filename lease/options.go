@@ -61,7 +61,7 @@ const (
 // background: a lock handed to a waiter that died (an exit without Close,
 // SIGKILL) is free again 2s after the release, whatever ttl it asked for.
 func WithFair(on bool) Option {
-	return option{func(c *family.Config) error { c.Single.Fair = on; return nil }}
+	return option{func(c *family.Config) error { c.OneRedis.Fair = on; return nil }}
 }
 
 // WithReplicaAck makes every acquire wait, with WAIT on the acquire's
@@ -73,7 +73,7 @@ func WithReplicaAck(replicas int, timeout time.Duration) Option {
 		if replicas < 0 || (replicas > 0 && timeout < time.Millisecond) {
 			return c.Invalidf("replica ack %d within %v", replicas, timeout)
 		}
-		c.Single.Replicas, c.Single.AckTimeout = replicas, timeout
+		c.OneRedis.Replicas, c.OneRedis.AckTimeout = replicas, timeout
 		return nil
 	}}
 }

@@ -346,9 +346,9 @@ func TestDefaults(t *testing.T) {
 			{"bench/README.md", `within ttl \+ the (\d+ ?\w+) ticket lifetime`},
 		}},
 		{"redlock.DefaultNodeTimeout", redlock.DefaultNodeTimeout, []place{
-			{"lease/redlock/options.go", `taken from the lease's validity\. The default is (\w+)\.`},
-			{"lease/redlock/doc.go", `WithNodeTimeout\]?, (\w+) by default`},
-			{"docs/design.md", `per-node timeout \(default (\d+ ?\w+)\)`},
+			{"lease/redlock/options.go", `at least \[DefaultNodeTimeout\] \((\w+);`},
+			{"lease/redlock/doc.go", `a tenth of the ttl, at least (\w+), by default`},
+			{"docs/design.md", `per-node timeout \(default a tenth of the ttl, at least (\d+ ?\w+)\)`},
 		}},
 	}
 	for _, f := range facts {

@@ -1,8 +1,8 @@
 // Package family holds what the lease kinds (one Redis, in package lease,
-// and a quorum of masters, in package lease/redlock) share under the one
-// lease core of package lease: the configuration the options fill, the
-// seam a kind implements ([Strategy]), the transport rule that says whether
-// a failed call may have run ([SentOf]), and the backoff of waits.
+// and a quorum of masters, in package lease/redlock) share above the one
+// backend of package quorum: the client's configuration and its options
+// (config.go), the seam between lease's wait loop and the backend
+// (strategy.go), and the backoff of waits (backoff.go).
 package family
 
 import (
@@ -14,13 +14,13 @@ import (
 	"github.com/fencelock/fencelock/observe"
 )
 
-// Config is the configuration of a client. Shared holds what both kinds
-// read; a kind's own settings live in its option values' closures and
-// reach its strategy, not this struct, so that one kind's option cannot
-// configure the other.
+// Config is the configuration of a client: the settings both kinds read,
+// and (OneRedis) those only a client on one Redis has, which only package
+// lease's options set; the compiler keeps them from redlock.New.
 type Config struct {
-	// Invalid is package lease's ErrInvalid, which option errors wrap.
-	Invalid error
+	// Invalid, NotAcquired, Lost and NotReplicated are package lease's
+	// sentinels, which the errors of every kind wrap.
+	Invalid, NotAcquired, Lost, NotReplicated error
 
 	Prefix                 string
 	DriftFactor            float64
@@ -29,32 +29,33 @@ type Config struct {
 	CounterTTL             time.Duration
 	Hooks                  *observe.Hooks
 
-	// NewStrategy makes the kind once every option is applied; lease.New
-	// uses one Redis when no option set it.
-	NewStrategy func(*Config) (Strategy, error)
-	// Single holds the settings of a client on one Redis.
-	Single SingleConfig
+	OneRedis OneRedis
 }
 
-// SingleConfig is the configuration of a client on one Redis.
-type SingleConfig struct {
-	Fair       bool
+// NewClient is package lease's one constructor of a *lease.Client (as an
+// any) of every kind: the client's configuration, lease's defaults with
+// opts applied, and its strategy, which newStrategy makes of it. Package
+// lease sets it as it is initialised, once, and never again (lease cannot
+// be imported from here, and lease/redlock imports lease); redlock.New
+// calls it, so no mode of lease.New makes a quorum.
+var NewClient func(newStrategy func(*Config) (Strategy, error), opts ...any) (any, error)
+
+// OneRedis holds what only a lock on exactly one Redis can do.
+type OneRedis struct {
+	Fair       bool          // fair handoff through the queue
 	Replicas   int           // replica acknowledgement: 0 is off
 	AckTimeout time.Duration // how long WAIT may block
 }
 
 // New returns a configuration with the shared settings given (package
-// lease's documented defaults) and a fair single-Redis kind. invalid is
-// package lease's ErrInvalid.
-func New(invalid error, prefix string, driftFactor float64, minBackoff, maxBackoff, counterTTL time.Duration) Config {
+// lease's documented defaults).
+func New(prefix string, driftFactor float64, minBackoff, maxBackoff, counterTTL time.Duration) Config {
 	return Config{
-		Invalid:     invalid,
 		Prefix:      prefix,
 		DriftFactor: driftFactor,
 		MinBackoff:  minBackoff,
 		MaxBackoff:  maxBackoff,
 		CounterTTL:  counterTTL,
-		Single:      SingleConfig{Fair: true},
 	}
 }
 

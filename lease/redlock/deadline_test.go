@@ -36,11 +36,9 @@ func closedNodes(t *testing.T, n, dialerRetries int) []redis.UniversalClient {
 	return rdbs
 }
 
-// ctxNodes starts three masters only this test uses, each resumed at
-// cleanup, and returns a redlock client over context-honouring clients for
-// them, with a slow node timeout. A lock has been taken and released, so
-// the connections are open and the scripts cached.
-func ctxNodes(t *testing.T) ([]*testenv.Redis, *lease.Client) {
+// pausableNodes starts three masters only this test uses, each resumed at
+// cleanup, and returns them with a context-honouring client for each.
+func pausableNodes(t *testing.T) ([]*testenv.Redis, []redis.UniversalClient) {
 	t.Helper()
 	rs := testenv.NewRedisN(t, 3)
 	rdbs := make([]redis.UniversalClient, len(rs))
@@ -48,6 +46,16 @@ func ctxNodes(t *testing.T) ([]*testenv.Redis, *lease.Client) {
 		t.Cleanup(func() { _ = r.Resume() })
 		rdbs[i] = testenv.CtxClient(t, r.Addr(), 5)
 	}
+	return rs, rdbs
+}
+
+// ctxNodes starts three masters only this test uses, each resumed at
+// cleanup, and returns a redlock client over context-honouring clients for
+// them, with a slow node timeout. A lock has been taken and released, so
+// the connections are open and the scripts cached.
+func ctxNodes(t *testing.T) ([]*testenv.Redis, *lease.Client) {
+	t.Helper()
+	rs, rdbs := pausableNodes(t)
 	c := newLocker(t, rdbs, redlock.WithNodeTimeout(slowNodeTimeout))
 	l, err := c.TryAcquire(t.Context(), name(t), time.Minute)
 	require.NoError(t, err)
@@ -245,12 +253,7 @@ func TestReleaseDeadline(t *testing.T) {
 // the paused nodes' timeouts.
 func TestAcquireFrozenMajorityGivesUpAfterTTL(t *testing.T) {
 	t.Parallel()
-	rs := testenv.NewRedisN(t, 3)
-	rdbs := make([]redis.UniversalClient, len(rs))
-	for i, r := range rs {
-		t.Cleanup(func() { _ = r.Resume() })
-		rdbs[i] = testenv.CtxClient(t, r.Addr(), 5)
-	}
+	rs, rdbs := pausableNodes(t)
 	c := newLocker(t, rdbs, redlock.WithNodeTimeout(50*time.Millisecond))
 	fault(t, "paused", rs, 1, 2)
 	const ttl = time.Second
@@ -265,4 +268,71 @@ func TestAcquireFrozenMajorityGivesUpAfterTTL(t *testing.T) {
 	assert.ErrorContains(t, err, "the lock service is unavailable")
 	assert.ErrorIs(t, err, redlock.ErrNodeTimeout)
 	assert.GreaterOrEqual(t, took, ttl, "it retried the timeouts for a whole ttl")
+}
+
+// TestAcquireFrozenMajorityHeldLockGivesUp: as above, on a lock that
+// another client holds on every node. The node that answers says "held",
+// one paused node times out, and the try stops waiting for the other
+// paused node (no majority can grant it any more): that node, not awaited,
+// counts toward "no majority possible" too, so the Acquire still gives up
+// after a ttl of such tries. Before, it was counted as neither, every try
+// reset the unavailability clock, and the Acquire waited for as long as its
+// context lived.
+func TestAcquireFrozenMajorityHeldLockGivesUp(t *testing.T) {
+	t.Parallel()
+	rs, rdbs := pausableNodes(t)
+	n := name(t)
+	other := newLocker(t, rdbs)
+	_, err := other.TryAcquire(t.Context(), n, time.Minute)
+	require.NoError(t, err)
+	c, err := redlock.New(rdbs) // the default node timeout
+	require.NoError(t, err)
+	fault(t, "paused", rs, 1, 2)
+	const ttl = 1500 * time.Millisecond
+	ctx, cancel := context.WithCancel(t.Context()) // no deadline
+	defer cancel()
+	done := make(chan error, 1)
+	start := time.Now()
+	go func() {
+		_, err := c.Acquire(ctx, n, ttl)
+		done <- err
+	}()
+	select {
+	case err = <-done:
+	case <-time.After(5 * ttl):
+		cancel()
+		<-done
+		t.Fatalf("Acquire still waits after %v (5 ttls) on a frozen majority", time.Since(start).Round(time.Millisecond))
+	}
+	t.Logf("gave up after %v: %v", time.Since(start).Round(time.Millisecond), err)
+	assert.ErrorIs(t, err, lease.ErrNotAcquired)
+	assert.NotErrorIs(t, err, context.Canceled)
+	assert.ErrorContains(t, err, "the lock service is unavailable")
+}
+
+// TestFrozenMinorityCostsATryLittle: with one node of three paused, a try
+// that the other two granted waits for the paused node only a moment more
+// (the minimum node timeout, 50ms), not the whole default node timeout (a
+// tenth of the ttl: 2s here), and so does a refresh.
+func TestFrozenMinorityCostsATryLittle(t *testing.T) {
+	t.Parallel()
+	rs, rdbs := pausableNodes(t)
+	c, err := redlock.New(rdbs, redlock.WithQuorumFencing(true))
+	require.NoError(t, err)
+	const ttl = 20 * time.Second
+	warm, err := c.TryAcquire(t.Context(), name(t), ttl)
+	require.NoError(t, err)
+	require.NoError(t, warm.Release(t.Context()))
+	fault(t, "paused", rs, 2)
+	for range 3 {
+		start := time.Now()
+		l, err := c.TryAcquire(t.Context(), name(t), ttl)
+		require.NoError(t, err)
+		took := time.Since(start)
+		require.NoError(t, l.Refresh(t.Context(), ttl))
+		refreshed := time.Since(start) - took
+		t.Logf("acquired in %v, refreshed in %v", took.Round(time.Millisecond), refreshed.Round(time.Millisecond))
+		assert.Less(t, took, ttl/10, "the try waited the whole node timeout for the paused node")
+		assert.Less(t, refreshed, ttl/10, "the refresh waited the whole node timeout for the paused node")
+	}
 }

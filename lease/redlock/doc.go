@@ -12,35 +12,28 @@
 //
 // # The algorithm
 //
-// [New] is given N clients, one per independent master (N odd, usually
-// 3 or 5; [WithForceNodeCount] allows other counts). To acquire, it sends the
-// lease's acquire script to every node at once under one fresh holder id
-// (a UUID), each call bounded by a short per-node timeout ([WithNodeTimeout],
-// 50ms by default). The lock is obtained when a majority granted it and the
-// time spent leaves validity: elapsed < ttl − drift, with drift = ttl×factor
-// + 2ms (lease.WithDriftFactor, factor 0.01 by default). The lease then trusts
-// its lock until a local deadline on the monotonic clock: the start of the
-// acquire + ttl − drift; its Done closes then, or earlier when a refresh
-// finds the lock lost from a majority, or on release. A failed attempt is
-// released at once on every node whose call may have run (a node that
-// answered "held by another", or whose call surely never went out, is
-// skipped), so it blocks no one; where a node does not answer, the release
-// is retried in the background until the ttl or until the node refuses
-// connections. Acquire waits for the lock (release wake-ups over pub/sub,
-// the nodes' remaining ttls, jittered backoff), and retries attempts that
-// nodes did not answer in time; it gives up early only when hard errors
-// leave no majority, or when every attempt for a whole ttl failed a
-// majority. TryAcquire tries once.
+// [New] is given N clients, one per independent master (N odd, usually 3
+// or 5; [WithForceNodeCount] allows other counts). To acquire, it sends the
+// lease's acquire script to every node at once under one holder id (a
+// UUID, made afresh after an attempt that had to be undone), each call
+// bounded by a per-node timeout ([WithNodeTimeout]: a tenth of the ttl, at
+// least 50ms, by default). The lock is obtained when a majority granted it
+// and the time spent leaves validity: elapsed < ttl − drift, with drift =
+// ttl×factor + 2ms (lease.WithDriftFactor, factor 0.01 by default). The
+// lease trusts its lock until a local deadline on the monotonic clock, the
+// start of the acquire + ttl − drift. A failed attempt is released on every
+// node whose call may have run, and a release on every node; a node that
+// does not answer is retried in the background until the ttl or until it
+// refuses connections (Close waits for that). Acquire waits (release
+// wake-ups over pub/sub, the nodes' remaining ttls, jittered backoff) and
+// retries nodes that only timed out; it gives up when hard errors leave no
+// majority, or when every attempt for a whole ttl failed a majority.
 //
-// Errors of individual nodes are kept as [NodeError] values naming the node,
-// joined on one line under package lease's sentinels (lease.ErrNotAcquired,
-// lease.ErrLost, ...), so a failure says which nodes refused or timed out
-// and why.
-//
-// Give each node a go-redis client with ContextTimeoutEnabled: true,
-// MaxRetries: -1 and DialerRetries: 1 (New refuses the first two missing):
-// the node timeout then really bounds each call, and a node that is down
-// fails at once instead of spending the timeout on go-redis's own retries.
+// Errors of individual nodes are kept as [NodeError] values naming the
+// node, joined on one line under package lease's sentinels. Give each node
+// a go-redis client with ContextTimeoutEnabled: true, MaxRetries: -1 and
+// DialerRetries: 1 (New refuses the first two missing): the node timeout
+// then bounds each call, and a node that is down fails at once.
 //
 // # Fencing tokens
 //
@@ -55,13 +48,6 @@
 // In the steady state the write-back costs nothing: all counters agree and
 // nothing needs lifting. Lease.Reissue and heal.Write restore progress
 // when a majority restarted empty and the storage has seen higher Seqs.
-//
-// # One lease contract
-//
-// New returns a *lease.Client, and its leases are *lease.Lease: the same
-// local deadline, Done, Err, Context, keep-alive, serialised Refresh,
-// Release and Reissue, the same rules for ttls and keep-alive intervals,
-// and one wait loop. Code written for one kind works with both.
 //
 // # Redlock is not a correctness lock
 //
@@ -82,14 +68,9 @@
 // rate-limited calls) and you want the lock to survive a node failure; this
 // is what the Redis documentation calls an efficiency lock.
 //
-// When concurrent writers would corrupt data, the resource itself must refuse
-// stale writers: pass the lease's Token with every write and have a verifier at
-// the storage (package verifier) accept it only if its Seq is higher than
-// any seen before, or the same token again. That is safe with the single-node
-// lease (package lease) as well as with redlock, as long as the tokens
-// increase: with redlock, turn on quorum fencing. Prefer the single lease +
-// verifier when one Redis (with a replica) is available enough: it is
-// simpler, one round trip, and its counter can be made durable
-// (clock floor, replica acknowledgement). Choose redlock + quorum fencing +
-// verifier when the lock service must stay up through the loss of a node.
+// When concurrent writers would corrupt data, the resource itself must
+// refuse stale writers: pass the lease's Token with every write and have a
+// verifier at the storage (package verifier) check it, with quorum fencing
+// on. Prefer package lease on one Redis + verifier when that is available
+// enough: simpler, one round trip, and its counter can be made durable.
 package redlock

@@ -1,12 +1,6 @@
 package redlock
 
-import (
-	"errors"
-	"fmt"
-	"time"
-
-	"github.com/fencelock/fencelock/internal/family"
-)
+import "errors"
 
 // ErrNodeTimeout is wrapped by the [NodeError] of a node that did not
 // answer within the node timeout (see [WithNodeTimeout]). It is kept apart
@@ -33,17 +27,3 @@ func (e *NodeError) Error() string { return "redlock: node " + e.Addr + ": " + e
 
 // Unwrap returns Err.
 func (e *NodeError) Unwrap() error { return e.Err }
-
-// nodeTimeout is the error of a node the caller stopped waiting for; the
-// cause is only named, so that the error is not context.DeadlineExceeded.
-// A refused dial to the node meanwhile stays in the chain.
-func nodeTimeout(d time.Duration, cause error) error {
-	var dial *family.DialError
-	switch {
-	case cause == nil:
-		return fmt.Errorf("%w (%v)", ErrNodeTimeout, d)
-	case errors.As(cause, &dial):
-		return family.Named(fmt.Errorf("%w (%v)", ErrNodeTimeout, d), dial)
-	}
-	return fmt.Errorf("%w (%v): %v", ErrNodeTimeout, d, cause)
-}

@@ -2,10 +2,9 @@ package redlock
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/fencelock/fencelock/internal/protocol"
-	"github.com/fencelock/fencelock/internal/sentinel"
+	"github.com/fencelock/fencelock/internal/quorum"
 	"github.com/fencelock/fencelock/lease"
 )
 
@@ -25,31 +24,32 @@ import (
 // written again; in the steady state (all counters equal) there is nothing
 // to write and no second round trip. Nodes that did not answer the acquire
 // are skipped: another round trip to them would most likely time out too.
-func (q *quorum) writeBack(ctx context.Context, name string, k protocol.Keys, holder string, rs []reply[protocol.TryResult], seq uint64) error {
+func writeBack(ctx context.Context, a *quorum.Attempt, rs []quorum.Reply[protocol.TryResult], seq uint64) error {
+	s := a.Strategy()
 	have := 0
-	var lag []node
+	var lag []*quorum.Node
 	for i, r := range rs {
 		switch {
-		case r.err != nil:
-		case r.val.Got() && r.val.Seq == seq:
+		case r.Err != nil:
+		case r.Val.Got() && r.Val.Seq == seq:
 			have++
 		default: // granted with another Seq, or held by another holder
-			lag = append(lag, q.nodes[i])
+			lag = append(lag, s.Nodes()[i])
 		}
 	}
 	var errs error
 	if len(lag) > 0 {
-		out := fanout(ctx, lag, q.set.nodeTimeout, adoptOp(k, holder, seq, q.cfg.Counter()), nil)
+		out := a.Adopt(ctx, lag, seq)
 		for _, r := range out {
-			if r.err == nil {
+			if r.Err == nil {
 				have++
 			}
 		}
-		errs = failed(out)
+		errs = quorum.Failed(out)
 	}
-	if have < q.quorum {
-		return sentinel.Join(fmt.Errorf("%w: %q: quorum fencing: Seq %d reached %d of %d nodes, %d needed",
-			lease.ErrNotAcquired, name, seq, have, len(q.nodes), q.quorum), errs)
+	if have < s.Quorum() {
+		return quorum.Joinf(errs, "%w: %q: quorum fencing: Seq %d reached %d of %d nodes, %d needed",
+			lease.ErrNotAcquired, a.Name(), seq, have, len(rs), s.Quorum())
 	}
 	return nil
 }

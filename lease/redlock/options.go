@@ -1,10 +1,6 @@
 package redlock
 
-import (
-	"time"
-
-	"github.com/fencelock/fencelock/internal/family"
-)
+import "time"
 
 // Option configures [New]: this package's options, and lease's
 // SharedOptions (lease.WithPrefix, lease.WithDriftFactor, lease.WithBackoff,
@@ -27,14 +23,17 @@ type settings struct {
 	invalid       func(format string, args ...any) error
 }
 
-// DefaultNodeTimeout bounds each node's reply; see [WithNodeTimeout].
+// DefaultNodeTimeout is the least the default node timeout bounds each
+// node's reply by; see [WithNodeTimeout].
 const DefaultNodeTimeout = 50 * time.Millisecond
 
 // WithNodeTimeout bounds how long an operation waits for each node; a node
 // that has not answered by then counts as failed (its [NodeError] wraps
-// [ErrNodeTimeout]) and the operation goes on with the others. Keep it
-// small next to the ttl: the time spent is taken from the lease's validity.
-// The default is 50ms.
+// [ErrNodeTimeout]). The default is a tenth of the lock's ttl, at least
+// [DefaultNodeTimeout] (50ms; Inspect and Advance use 50ms), and a try or
+// refresh that a majority granted then waits at most 50ms more for the
+// rest: a burst of waiters queues each node's calls behind each other's,
+// and a release that times out costs the lock's waiters its ttl.
 func WithNodeTimeout(d time.Duration) Option {
 	return option(func(s *settings) error {
 		if d < time.Millisecond {
@@ -69,9 +68,3 @@ func WithForceNodeCount() Option {
 func WithWakeup(on bool) Option {
 	return option(func(s *settings) error { s.wakeup = on; return nil })
 }
-
-// kind is the option New hands to lease.New: it makes the client a quorum.
-type kind struct{ set family.Set }
-
-func (k kind) Set(c *family.Config) error { return k.set(c) }
-func (kind) LeaseOption()                 {}

@@ -2,33 +2,25 @@ package redlock
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"slices"
-	"strings"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fencelock/fencelock/internal/family"
-	"github.com/fencelock/fencelock/internal/isnil"
-	"github.com/fencelock/fencelock/internal/protocol"
+	"github.com/fencelock/fencelock/internal/quorum"
 	"github.com/fencelock/fencelock/lease"
 	"github.com/fencelock/fencelock/observe"
 )
 
 // New returns a lease.Client that takes its locks on nodes, one client per
-// independent Redis master (not replicas of one another, not one cluster):
-// the same Client and Lease types as lease.New's, with the quorum's rules.
-// It takes this package's options and lease's SharedOptions. It refuses,
-// with an error wrapping lease.ErrInvalid and before any I/O: a node count
-// that is not odd and at least three (unless [WithForceNodeCount]), a nil
-// or repeated node, and a *redis.Client node without the settings the node
-// timeout needs (ContextTimeoutEnabled: true, MaxRetries: -1), naming the
-// setting. DialerRetries: 1 is advised too: a node that is down then fails
-// at once rather than after the node timeout. fencelock adds nothing to the node clients and
-// never closes them.
+// independent Redis master (not replicas of one another, not one cluster),
+// with the quorum's rules. It refuses, with an error wrapping
+// lease.ErrInvalid and before any I/O, a node count that is not odd and at
+// least three (unless [WithForceNodeCount]), a nil or repeated node, and a
+// *redis.Client node without ContextTimeoutEnabled: true and MaxRetries:
+// -1. fencelock adds nothing to the node clients and never closes them.
 func New[C redis.UniversalClient](nodes []C, opts ...Option) (*lease.Client, error) {
-	var leaseOpts []lease.Option
+	var leaseOpts []any
 	var own []option
 	for i, o := range opts {
 		switch o := o.(type) {
@@ -44,125 +36,37 @@ func New[C redis.UniversalClient](nodes []C, opts ...Option) (*lease.Client, err
 	for i, n := range nodes {
 		clients[i] = n
 	}
-	return lease.New(nil, append(leaseOpts, kind{func(cfg *family.Config) error {
-		cfg.NewStrategy = func(cfg *family.Config) (family.Strategy, error) { return newQuorum(cfg, clients, own) }
-		return nil
-	}})...)
+	c, err := family.NewClient(func(cfg *family.Config) (family.Strategy, error) { return newQuorum(cfg, clients, own) }, leaseOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return c.(*lease.Client), nil
 }
 
-// quorum is the strategy of a client on N independent masters.
-type quorum struct {
-	nodes  []node
-	quorum int
-	cfg    *family.Config
-	set    settings
-}
-
-func newQuorum(cfg *family.Config, clients []redis.UniversalClient, opts []option) (*quorum, error) {
-	q := &quorum{cfg: cfg, set: settings{nodeTimeout: DefaultNodeTimeout, wakeup: true, invalid: cfg.Invalidf}}
+// newQuorum is the strategy of a client on N independent masters.
+func newQuorum(cfg *family.Config, clients []redis.UniversalClient, opts []option) (*quorum.Strategy, error) {
+	set := settings{wakeup: true, invalid: cfg.Invalidf}
 	for _, o := range opts {
-		if err := o(&q.set); err != nil {
+		if err := o(&set); err != nil {
 			return nil, err
 		}
 	}
-	switch n := len(clients); {
-	case n == 0:
-		return nil, cfg.Invalidf("redlock: no nodes")
-	case !q.set.anyNodeCount && (n < 3 || n%2 == 0):
+	if n := len(clients); n > 0 && !set.anyNodeCount && (n < 3 || n%2 == 0) {
 		return nil, cfg.Invalidf("redlock: %d nodes: Redlock needs an odd number, at least 3 (or WithForceNodeCount)", n)
 	}
-	q.quorum = len(clients)/2 + 1
-	seen := make(map[string]bool, len(clients))
-	w := newWorkers()
-	for i, rdb := range clients {
-		if isnil.Nil(rdb) {
-			return nil, cfg.Invalidf("redlock: node #%d is nil", i)
-		}
-		addr := nodeAddr(i, rdb)
-		if seen[addr] {
-			return nil, cfg.Invalidf("redlock: node %s is given twice; the nodes must be independent", addr)
-		}
-		seen[addr] = true
-		if err := checkNode(rdb); err != nil {
-			return nil, cfg.Invalidf("redlock: node %s: %v", addr, err)
-		}
-		q.nodes = append(q.nodes, newNode(addr, rdb, w))
+	nodes, err := quorum.Masters(cfg, "redlock", clients)
+	if err != nil {
+		return nil, err
 	}
-	return q, nil
-}
-
-// checkNode refuses a node client whose settings would let a call outlive
-// the node timeout, or spend it on go-redis's own retries.
-func checkNode(rdb redis.UniversalClient) error {
-	c, ok := rdb.(*redis.Client)
-	if !ok {
-		return nil
+	qc := quorum.Config{Shared: cfg, Kind: observe.KindRedlock, Name: "redlock", Nodes: nodes, Quorum: true,
+		NodeTimeout: set.nodeTimeout, MinNodeTimeout: DefaultNodeTimeout, ErrNodeTimeout: ErrNodeTimeout,
+		NodeError: func(addr string, err error) error { return &NodeError{Addr: addr, Err: err} },
+		Unfenced:  !set.quorumFencing, SetAgain: true, Listen: listen}
+	if set.quorumFencing {
+		qc.WriteBack = writeBack
 	}
-	o := c.Options()
-	var miss []string
-	if !o.ContextTimeoutEnabled {
-		miss = append(miss, "ContextTimeoutEnabled: true (else a call waits for ReadTimeout, not the node timeout)")
+	if !set.wakeup {
+		qc.Listen = func(_ context.Context, a *quorum.Attempt) family.Waker { return &wakeup{a: a} }
 	}
-	if o.MaxRetries > 0 {
-		miss = append(miss, fmt.Sprintf("MaxRetries: -1 (it is %d: retries only spend the node timeout)", o.MaxRetries))
-	}
-	if len(miss) > 0 {
-		return fmt.Errorf("set %s", strings.Join(miss, ", "))
-	}
-	return nil
-}
-
-// nodeAddr names a node for errors: its address when the client has one.
-func nodeAddr(i int, rdb redis.UniversalClient) string {
-	switch c := rdb.(type) {
-	case *redis.Client:
-		return c.Options().Addr
-	case *redis.ClusterClient:
-		return "cluster(" + strings.Join(c.Options().Addrs, ",") + ")"
-	case *redis.Ring:
-		var addrs []string
-		for _, a := range c.Options().Addrs {
-			addrs = append(addrs, a)
-		}
-		slices.Sort(addrs)
-		return "ring(" + strings.Join(addrs, ",") + ")"
-	}
-	return fmt.Sprintf("node#%d", i)
-}
-
-func (q *quorum) Kind() observe.Kind { return observe.KindRedlock }
-
-// Advance lifts the counter on every node and succeeds when a majority
-// took it. It returns the smallest counter among those nodes: any later
-// majority shares a node with them, so the next token is greater.
-func (q *quorum) Advance(ctx context.Context, name string, floor uint64) (uint64, error) {
-	k, counter := q.cfg.Keys(name), q.cfg.Counter()
-	rs := fanout(ctx, q.nodes, q.set.nodeTimeout, func(ctx context.Context, n node, c family.Conn) (uint64, error) {
-		return protocol.Advance(ctx, c, k, floor, counter)
-	}, nil)
-	ok, low := 0, uint64(0)
-	for _, r := range rs {
-		if r.err == nil {
-			if ok == 0 || r.val < low {
-				low = r.val
-			}
-			ok++
-		}
-	}
-	if ok < q.quorum {
-		return 0, joinf(failed(rs), "%d of %d nodes took it, %d needed", ok, len(q.nodes), q.quorum)
-	}
-	return low, nil
-}
-
-// Close stops the senders of the nodes' transports, waiting for them until
-// ctx ends.
-func (q *quorum) Close(ctx context.Context) error {
-	var errs []error
-	for _, n := range q.nodes {
-		if err := n.tr.Close(ctx); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return errors.Join(errs...)
+	return quorum.New(qc)
 }

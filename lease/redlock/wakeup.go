@@ -8,33 +8,25 @@ import (
 
 	"github.com/fencelock/fencelock/internal/family"
 	"github.com/fencelock/fencelock/internal/notify"
-	"github.com/fencelock/fencelock/internal/protocol"
+	"github.com/fencelock/fencelock/internal/quorum"
 )
 
 // wakeup is a waiting Acquire's registration on a lock's release channel on
-// every node, through the node's pub/sub connection that all the client's
-// waiters share (see package notify): a release wakes one local waiter per
-// node, not all of them. Without WithWakeup it has no registrations and
-// only its timers wake it.
+// every node, through the node's shared pub/sub connection: a release wakes
+// one local waiter per node. Without WithWakeup only its timers wake it.
 type wakeup struct {
-	a  *attempt
+	a  *quorum.Attempt
 	ws []*notify.Waiter // in node order; nil without WithWakeup
 }
 
-func (a *attempt) Joined() family.Waker { return nil }
-
-// Listen registers a waiter for the lock's channel on every node and waits,
-// for at most 200ms in all, until the nodes confirmed the subscriptions, so
-// that the attempt that follows cannot miss a release. A node that is down
-// or paused delays it by no more than that.
-func (a *attempt) Listen(ctx context.Context) family.Waker {
-	w := &wakeup{a: a}
-	if !a.q.set.wakeup {
-		return w
-	}
-	w.ws = make([]*notify.Waiter, len(a.q.nodes))
-	for i, n := range a.q.nodes {
-		w.ws[i] = n.notify.Register(ctx, a.keys.Channel, "")
+// listen registers a waiter for the lock's channel on every node and waits,
+// for at most 200ms in all, for the subscriptions, so that the attempt that
+// follows cannot miss a release.
+func listen(ctx context.Context, a *quorum.Attempt) family.Waker {
+	nodes := a.Strategy().Nodes()
+	w := &wakeup{a: a, ws: make([]*notify.Waiter, len(nodes))}
+	for i, n := range nodes {
+		w.ws[i] = n.Notify.Register(ctx, a.Keys().Channel, "")
 	}
 	ready, cancel := context.WithTimeout(ctx, readyWait)
 	defer cancel()
@@ -44,9 +36,6 @@ func (a *attempt) Listen(ctx context.Context) family.Waker {
 	return w
 }
 
-// Abandon has nothing to do: a failed attempt releases its nodes itself.
-func (a *attempt) Abandon(context.Context) {}
-
 // readyWait bounds the wait for the subscriptions' confirmations.
 const readyWait = 200 * time.Millisecond
 
@@ -55,12 +44,11 @@ const maxWakeJitter = 2 * time.Millisecond
 
 func (w *wakeup) Close() {
 	for i, x := range w.ws {
-		w.a.q.nodes[i].notify.Unregister(x)
+		w.a.Strategy().Nodes()[i].Notify.Unregister(x)
 	}
 }
 
-// BeforeTry drops the wake-ups received so far: the try about to be made
-// sees their effect anyway.
+// BeforeTry drops the wake-ups received so far: the next try sees them.
 func (w *wakeup) BeforeTry() {
 	for _, x := range w.ws {
 		x.Drain()
@@ -95,25 +83,14 @@ func (w *wakeup) Wait(ctx context.Context, d time.Duration, _ family.Miss) (*fam
 		case 1:
 			return nil, false, nil
 		default:
-			woken = w.a.busy == nil || w.a.busy[i-2]
+			woken = w.a.Busy(i - 2)
 		}
 	}
-	t.Reset(rand.N(min(w.a.q.cfg.MinBackoff, maxWakeJitter) + 1))
+	t.Reset(rand.N(min(w.a.Strategy().MinBackoff(), maxWakeJitter) + 1))
 	select {
 	case <-ctx.Done():
 		return nil, false, ctx.Err()
 	case <-t.C:
 		return nil, true, nil
-	}
-}
-
-// noteBusy records, per node, whether the attempt's reply said busy or
-// failed: only those nodes' releases can free a majority.
-func (a *attempt) noteBusy(rs []reply[protocol.TryResult]) {
-	if len(a.busy) != len(rs) {
-		a.busy = make([]bool, len(rs))
-	}
-	for i, r := range rs {
-		a.busy[i] = r.err != nil || !r.val.Got()
 	}
 }

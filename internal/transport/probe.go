@@ -1,4 +1,4 @@
-package family
+package transport
 
 import (
 	"context"
@@ -10,62 +10,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-
-	"github.com/fencelock/fencelock/internal/sentinel"
 )
-
-// Sent is what a call did to the server, as far as the caller can know.
-type Sent uint8
-
-const (
-	// NotSent: the call surely did not run. Nothing to undo.
-	NotSent Sent = iota
-	// MayHaveRun: the call may have run, its reply lost (a timeout, a
-	// cancel, a connection broken after the write). Its effect must be
-	// undone.
-	MayHaveRun
-	// Ran: the server answered.
-	Ran
-)
-
-// SentOf says what a call that returned err did, given whether its context
-// had already ended when it was made (then it was not made). This is the
-// one rule for every kind and every node: a call with an error reply from
-// Redis ran (and our scripts fail before they write); a connection that was
-// never made (refused, no route, dial timeout), a pool that had no
-// connection to give, or a closed client did not send it; anything else
-// may have run.
-func SentOf(err error) Sent {
-	if err == nil {
-		return Ran // before the targets of errors.As, which escape
-	}
-	var rerr redis.Error
-	var operr *net.OpError
-	switch {
-	case errors.As(err, &rerr):
-		return Ran
-	case errors.As(err, &operr) && operr.Op == "dial":
-		return NotSent
-	case errors.Is(err, redis.ErrPoolTimeout), errors.Is(err, redis.ErrClosed), errors.Is(err, errSkipped):
-		return NotSent
-	}
-	return MayHaveRun
-}
-
-// errSkipped is the error of a call that Call did not make.
-var errSkipped = errors.New("not sent: the context had ended")
-
-// Call runs call under ctx unless ctx has already ended, and returns what
-// it did: a call whose context ended before it began is not made at all,
-// so it surely did not run.
-func Call[T any](ctx context.Context, call func(context.Context) (T, error)) (T, Sent, error) {
-	if err := ctx.Err(); err != nil {
-		var zero T
-		return zero, NotSent, sentinel.Join(err, errSkipped)
-	}
-	v, err := call(ctx)
-	return v, SentOf(err), err
-}
 
 // DialError is a direct dial to a client's server that failed.
 type DialError struct {
@@ -170,15 +115,13 @@ func (p *Prober) dial(ctx context.Context) *DialError {
 // Unreachable reports whether the server refuses connections right now. A
 // cleanup whose call got no reply asks it: a server that is not running
 // holds nothing the cleanup could undo now, and a lock it kept, when it
-// comes back, expires with its ttl.
-func (p *Prober) Unreachable(ctx context.Context) bool { return p.Probe(ctx) != nil }
-
-// Plain is call, whose Sent is read from its error by SentOf.
-func Plain[T any](call func(context.Context) (T, error)) func(context.Context) (T, Sent, error) {
-	return func(ctx context.Context) (T, Sent, error) {
-		v, err := call(ctx)
-		return v, SentOf(err), err
-	}
+// comes back, expires with its ttl. The dial has a context of its own,
+// bounded by probeTimeout: the caller's has usually just ended with its
+// call, and a dial cancelled at once says nothing.
+func (p *Prober) Unreachable(ctx context.Context) bool {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), probeTimeout)
+	defer cancel()
+	return p.Probe(ctx) != nil
 }
 
 // Watch runs call, which says what it sent, and if it is still running after after (ProbeAfter
@@ -284,22 +227,3 @@ const (
 	// probeTimeout bounds a probe's dial.
 	probeTimeout = 200 * time.Millisecond
 )
-
-// Sleep waits for d or until ctx ends, whose error it returns.
-func Sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-// LostCallLag is how long after a call whose reply was lost returned here
-// it is taken to have reached its server, if it ever does: a cleanup that
-// found nothing to release releases once more that much later, since the
-// lost call can reach the server behind the cleanup's first release, on
-// another connection.
-const LostCallLag = 25 * time.Millisecond

@@ -1,4 +1,4 @@
-package lease
+package quorum
 
 import (
 	"context"
@@ -9,43 +9,71 @@ import (
 	"github.com/fencelock/fencelock/internal/lifetime"
 	"github.com/fencelock/fencelock/internal/notify"
 	"github.com/fencelock/fencelock/internal/protocol"
+	"github.com/fencelock/fencelock/internal/transport"
 )
 
-// singleWaker is a waiter on one Redis: its registration on the lock's
-// release channel, through the client's one pub/sub connection.
-type singleWaker struct {
-	a *singleAttempt
+// waker is a waiter on one node: its registration on the lock's release
+// channel, through the node's one pub/sub connection. A fair release
+// hands the lock to it in the message.
+type waker struct {
+	a *Attempt
+	n *Node
 	w *notify.Waiter
 }
 
-func (a *singleAttempt) Joined() family.Waker {
-	if w := a.s.notify.Join(a.keys.Channel, a.try.Holder); w != nil {
-		return &singleWaker{a: a, w: w}
+// Joined returns a waker at no I/O cost when the client already listens
+// for this lock's releases (one node only); nil otherwise.
+func (a *Attempt) Joined() family.Waker {
+	if a.s.cfg.Listen != nil || !a.s.one() {
+		return nil
+	}
+	n := a.s.cfg.Nodes[0]
+	if w := n.Notify.Join(a.keys.Channel, a.holderID()); w != nil {
+		return &waker{a: a, n: n, w: w}
 	}
 	return nil
 }
 
-func (a *singleAttempt) Listen(ctx context.Context) family.Waker {
-	w := a.s.notify.Register(ctx, a.keys.Channel, a.try.Holder)
+// Listen starts listening for the lock's releases (Config.Listen's way
+// when set), waiting briefly for the subscription.
+func (a *Attempt) Listen(ctx context.Context) family.Waker {
+	if a.s.cfg.Listen != nil {
+		return a.s.cfg.Listen(ctx, a)
+	}
+	n := a.s.cfg.Nodes[0]
+	w := n.Notify.Register(ctx, a.keys.Channel, a.holderID())
 	w.WaitReady(ctx)
-	return &singleWaker{a: a, w: w}
+	return &waker{a: a, n: n, w: w}
 }
 
-func (w *singleWaker) BeforeTry() {}
+// holderID is the id a release message names this waiter by: the
+// attempt's holder, which a fair waiter keeps across its tries. Before
+// the first try it is made now.
+func (a *Attempt) holderID() string {
+	if a.renew {
+		a.holder, a.renew = a.r.Holder, false
+		if a.holder == "" {
+			a.holder = newHolder()
+		}
+	}
+	return a.holder
+}
+
+func (w *waker) BeforeTry() {}
 
 // Got drops the wake-up of the release that the winning try took.
-func (w *singleWaker) Got() { w.w.Drain() }
+func (w *waker) Got() { w.w.Drain() }
 
-func (w *singleWaker) Close() { w.a.s.notify.Unregister(w.w) }
+func (w *waker) Close() { w.n.Notify.Unregister(w.w) }
 
-func (w *singleWaker) Wait(ctx context.Context, d time.Duration, _ family.Miss) (*family.Grant, bool, error) {
+func (w *waker) Wait(ctx context.Context, d time.Duration, _ family.Miss) (*family.Grant, bool, error) {
 	timer := time.NewTimer(d)
 	defer timer.Stop()
 	select {
 	case <-ctx.Done():
 		return nil, false, ctx.Err()
 	case u := <-w.w.Wake():
-		return w.a.handedOff(ctx, u.Msg), true, nil
+		return w.a.handedOff(ctx, w.n, u.Msg), true, nil
 	case <-timer.C:
 		return nil, false, nil
 	}
@@ -66,11 +94,11 @@ func (w *singleWaker) Wait(ctx context.Context, d time.Duration, _ family.Miss) 
 // ttl, timed from before it is sent, must confirm the lock first, with the
 // message's Seq: the lock may have been handed to this waiter again since,
 // with a newer token.
-func (a *singleAttempt) handedOff(ctx context.Context, m protocol.Message) *family.Grant {
-	if !m.Handoff || m.Holder != a.try.Holder || lifetime.Ended(ctx) != nil {
+func (a *Attempt) handedOff(ctx context.Context, n *Node, m protocol.Message) *family.Grant {
+	if !m.Handoff || m.Holder != a.holder || lifetime.Ended(ctx) != nil {
 		return nil
 	}
-	if a.s.cfg.Single.Replicas > 0 {
+	if a.s.cfg.Replicas > 0 {
 		// WithReplicaAck: the handed lock must be acknowledged like any
 		// other. The next try, at once, finds it ours and sends WAIT.
 		return nil
@@ -80,15 +108,16 @@ func (a *singleAttempt) handedOff(ctx context.Context, m protocol.Message) *fami
 		return nil // not a try this Acquire knows: the next try finds out
 	}
 	claim := protocol.ClaimTTL(a.r.TTL)
-	if time.Until(start.Add(lifetime.Validity(claim, a.s.cfg.DriftFactor))) < claim/2 {
+	if time.Until(start.Add(lifetime.Validity(claim, a.s.cfg.Shared.DriftFactor))) < claim/2 {
 		start, claim = time.Now(), a.r.TTL
-		held, err := protocol.Refresh(ctx, a.s.rdb, a.keys, m.Holder, m.Seq, a.r.TTL)
+		held, _, err := transport.Send(ctx, n.Tr, func(ctx context.Context, c transport.Conn) (bool, error) {
+			return protocol.Refresh(ctx, c, a.keys, m.Holder, m.Seq, a.r.TTL)
+		})
 		if err != nil || !held || lifetime.Ended(ctx) != nil {
 			return nil // the next try, or the leave, finds out what became of it
 		}
 	}
-	g := a.grant(m.Seq, start)
-	g.Token = fence.Token{Key: a.r.Name, Seq: m.Seq, Holder: m.Holder}
+	g := a.grant(fence.Token{Key: a.r.Name, Seq: m.Seq, Holder: m.Holder}, start)
 	g.Claim = claim
 	return g
 }
