@@ -104,6 +104,9 @@ type call struct {
 }
 
 func (t Try) call(k Keys) call {
+	l := k.args()
+	args := make([]any, 0, 6) // the fair script's 6 arguments, the other's 5
+	args = t.Counter.appendArgs(append(args, l.holder.of(t.Holder), l.ttl.of(ms(t.TTL))), l)
 	if t.Fair {
 		a := ""
 		if t.Attempt != 0 {
@@ -113,11 +116,9 @@ func (t Try) call(k Keys) call {
 		if t.ticketTTL != 0 {
 			tt = ms(t.ticketTTL)
 		}
-		args := t.Counter.appendArgs(append(make([]any, 0, 6), t.Holder, ms(t.TTL)))
-		return call{acquireFair, k.fair(), append(args, tt, a)}
+		return call{acquireFair, l.fair(), append(args, tt, a)}
 	}
-	args := t.Counter.appendArgs(append(make([]any, 0, 5), t.Holder, ms(t.TTL)))
-	return call{acquire, k.lockCounter(), append(args, flag(!t.Unfenced))}
+	return call{acquire, l.lockCounter(), append(args, flag(!t.Unfenced))}
 }
 
 // ticketTTLArg is ms(TicketTTL) as a script argument, boxed once.
@@ -227,7 +228,8 @@ func Refresh(ctx context.Context, c redis.Scripter, k Keys, holder string, seq u
 	if seq != 0 {
 		s = strconv.FormatUint(seq, 10)
 	}
-	n, err := refresh.Run(ctx, c, []string{k.Lock}, holder, ms(ttl), s).Int64()
+	l := k.args()
+	n, err := refresh.Run(ctx, c, l.lock(), l.holder.of(holder), l.ttl.of(ms(ttl)), s).Int64()
 	return n == 1, err
 }
 
@@ -243,11 +245,12 @@ type Release struct {
 // fair lock to the live head of the queue with a new Seq and a handoff
 // message, an unfair one with a plain wake-up. It reports whether it did.
 func Unlock(ctx context.Context, c redis.Scripter, k Keys, r Release) (bool, error) {
+	l := k.args()
 	if r.Fair {
-		args := r.Counter.appendArgs(append(make([]any, 0, 5), r.Holder, k.Channel))
-		return run(ctx, releaseFair, c, k.fair(), append(args, r.PubSub.spublish())...)
+		args := r.Counter.appendArgs(append(make([]any, 0, 5), l.holder.of(r.Holder), l.channel.of(k.Channel)), l)
+		return run(ctx, releaseFair, c, l.fair(), append(args, r.PubSub.spublish())...)
 	}
-	return run(ctx, release, c, []string{k.Lock}, r.Holder, k.Channel, r.PubSub.spublish())
+	return run(ctx, release, c, l.lock(), l.holder.of(r.Holder), l.channel.of(k.Channel), r.PubSub.spublish())
 }
 
 // Leave is a waiter giving up: a fair waiter drops its ticket, and with
@@ -263,8 +266,9 @@ func Leave(ctx context.Context, c redis.Scripter, k Keys, r Release, passOn bool
 		}
 		return Unlock(ctx, c, k, r)
 	}
-	args := r.Counter.appendArgs(append(make([]any, 0, 6), r.Holder, k.Channel))
-	return run(ctx, leave, c, k.fair(), append(args, r.PubSub.spublish(), flag(passOn))...)
+	l := k.args()
+	args := r.Counter.appendArgs(append(make([]any, 0, 6), l.holder.of(r.Holder), l.channel.of(k.Channel)), l)
+	return run(ctx, leave, c, l.fair(), append(args, r.PubSub.spublish(), flag(passOn))...)
 }
 
 func run(ctx context.Context, s *luascript.Script, c redis.Scripter, keys []string, args ...any) (bool, error) {
@@ -277,7 +281,8 @@ func run(ctx context.Context, s *luascript.Script, c redis.Scripter, keys []stri
 // at the clock, so the value may be above floor. A floor more than
 // [MaxAhead] above the server's clock is refused with [ErrPoisoned].
 func Advance(ctx context.Context, c redis.Scripter, k Keys, floor uint64, counter Counter) (uint64, error) {
-	n, err := advance.Run(ctx, c, k.lockCounter(), floor, ms(counter.TTL)).Int64()
+	l := k.args()
+	n, err := advance.Run(ctx, c, l.lockCounter(), floor, l.counterTTL.of(ms(counter.TTL))).Int64()
 	if err != nil {
 		return 0, counterErr(err)
 	}
@@ -303,7 +308,7 @@ const NoTTL time.Duration = math.MaxInt64
 
 // Inspect reads the lock's state in one atomic step.
 func Inspect(ctx context.Context, c redis.Scripter, k Keys) (State, error) {
-	v, err := inspect.Run(ctx, c, k.fair()).Slice()
+	v, err := inspect.Run(ctx, c, k.args().fair()).Slice()
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return State{}, err
 	}
@@ -354,13 +359,6 @@ func ParseLockValue(v string) (holder string, seq uint64, err error) {
 }
 
 func ms(d time.Duration) int64 { return d.Milliseconds() }
-
-func flag(b bool) string {
-	if b {
-		return "1"
-	}
-	return "0"
-}
 
 // MayHaveRun reports whether a failed call may still have run on the
 // server, so that its effect (a lock taken) must be undone: anything but an

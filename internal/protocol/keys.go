@@ -16,13 +16,17 @@ type Keys struct {
 	// Waiting, PREFIX{NAME}:waiting, exists while the queue may hold a
 	// waiter; while it is missing a fair try and release skip the queue.
 	Waiting string
+
+	cache *lockArgs // what the lock's calls repeat (args.go); nil when built by hand
 }
 
 // KeysFor returns the keys of lock name under prefix. The name must have
 // passed fence.ValidateKey (no braces).
 //
 // The keys are slices of one string, built with one allocation instead of
-// seven: Lock is the start of Counter.
+// seven: Lock is the start of Counter. A second one holds what the lock's
+// script calls repeat (their KEYS lists, the boxed holder id and ttls), so
+// that each call allocates less.
 func KeysFor(prefix, name string) Keys {
 	const (
 		fenceSfx   = ":fence"
@@ -48,13 +52,19 @@ func KeysFor(prefix, name string) Keys {
 	tickets, s := s[:n+len(ticketsSfx)], s[n+len(ticketsSfx):]
 	channel, s := s[:n+len(releaseSfx)], s[n+len(releaseSfx):]
 	ahead, waiting := s[:n+len(aheadSfx)], s[n+len(aheadSfx):]
-	return Keys{Lock: counter[:n], Counter: counter, Queue: queue, Tickets: tickets, Channel: channel, Ahead: ahead, Waiting: waiting}
+	k := Keys{Lock: counter[:n], Counter: counter, Queue: queue, Tickets: tickets, Channel: channel, Ahead: ahead, Waiting: waiting}
+	k.cache = newLockArgs(k)
+	return k
 }
+
+// The KEYS lists of the scripts are parts of one array, which no caller
+// changes: the capacity stops an append from writing into it.
+
+// lock is the KEYS of the scripts that touch the lock alone.
+func (a *lockArgs) lock() []string { return a.keys[:1:1] }
 
 // lockCounter is the KEYS of the scripts that touch the lock and its counter.
-func (k Keys) lockCounter() []string { return []string{k.Lock, k.Counter, k.Ahead} }
+func (a *lockArgs) lockCounter() []string { return a.keys[:3:3] }
 
 // fair is the KEYS of the fair lock's scripts.
-func (k Keys) fair() []string {
-	return []string{k.Lock, k.Counter, k.Ahead, k.Queue, k.Tickets, k.Waiting}
-}
+func (a *lockArgs) fair() []string { return a.keys[:] }
