@@ -14,6 +14,7 @@ type lockArgs struct {
 	channel    box[string]
 	ttl        box[int64] // the lock's ttl in ms
 	counterTTL box[int64] // the counter's ttl in ms
+	buf        argList
 }
 
 // newLockArgs returns the lockArgs of k.
@@ -29,6 +30,44 @@ func (k Keys) args() *lockArgs {
 		return newLockArgs(k)
 	}
 	return a
+}
+
+// The KEYS lists of the scripts are parts of one array, which no caller
+// changes: the capacity stops an append from writing into it.
+
+// lock is the KEYS of the scripts that touch the lock alone.
+func (l *lockArgs) lock() []string { return l.keys[:1:1] }
+
+// lockCounter is the KEYS of the scripts that touch the lock and its counter.
+func (l *lockArgs) lockCounter() []string { return l.keys[:3:3] }
+
+// fair is the KEYS of the fair lock's scripts.
+func (l *lockArgs) fair() []string { return l.keys[:] }
+
+// argList is an argument list that one call at a time may borrow.
+type argList struct {
+	busy atomic.Bool
+	a    [6]any // as many as a script takes
+}
+
+// list lends a call an empty argument list: the lock's own while no other
+// call has it, a new one otherwise. The call gives it back with free once
+// it has returned: go-redis copies the arguments into the command it
+// builds (and internal/family into the one it batches), so that nothing
+// holds the list by then.
+func (l *lockArgs) list() []any {
+	if l.buf.busy.CompareAndSwap(false, true) {
+		return l.buf.a[:0]
+	}
+	return make([]any, 0, len(l.buf.a))
+}
+
+// free gives back a list from list.
+func (l *lockArgs) free(a []any) {
+	if cap(a) == len(l.buf.a) && &a[:1][0] == &l.buf.a[0] {
+		clear(l.buf.a[:]) // keeps no holder id alive
+		l.buf.busy.Store(false)
+	}
 }
 
 // box keeps the value last boxed as a script argument (an any), so that a

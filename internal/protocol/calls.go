@@ -96,17 +96,31 @@ type TryResult struct {
 // Got reports whether the try took or kept the lock.
 func (r TryResult) Got() bool { return r.Outcome == Acquired || r.Outcome == Reacquired }
 
-// call is one script call: the script, its KEYS and ARGV.
+// call is one script call: the script, its KEYS and ARGV, whose list is
+// lent by l.
 type call struct {
 	s    *luascript.Script
+	l    *lockArgs
 	keys []string
 	args []any
 }
 
+// run runs the call and gives its argument list back.
+func (cl call) run(ctx context.Context, c redis.Scripter) *redis.Cmd {
+	cmd := cl.s.Run(ctx, c, cl.keys, cl.args...)
+	cl.l.free(cl.args)
+	return cmd
+}
+
+// ok runs a call whose script replies 1 when it did what it was for.
+func (cl call) ok(ctx context.Context, c redis.Scripter) (bool, error) {
+	n, err := cl.run(ctx, c).Int64()
+	return n == 1, err
+}
+
 func (t Try) call(k Keys) call {
 	l := k.args()
-	args := make([]any, 0, 6) // the fair script's 6 arguments, the other's 5
-	args = t.Counter.appendArgs(append(args, l.holder.of(t.Holder), l.ttl.of(ms(t.TTL))), l)
+	args := t.Counter.appendArgs(append(l.list(), l.holder.of(t.Holder), l.ttl.of(ms(t.TTL))), l)
 	if t.Fair {
 		a := ""
 		if t.Attempt != 0 {
@@ -116,9 +130,9 @@ func (t Try) call(k Keys) call {
 		if t.ticketTTL != 0 {
 			tt = ms(t.ticketTTL)
 		}
-		return call{acquireFair, l.fair(), append(args, tt, a)}
+		return call{acquireFair, l, l.fair(), append(args, tt, a)}
 	}
-	return call{acquire, l.lockCounter(), append(args, flag(!t.Unfenced))}
+	return call{acquire, l, l.lockCounter(), append(args, flag(!t.Unfenced))}
 }
 
 // ticketTTLArg is ms(TicketTTL) as a script argument, boxed once.
@@ -126,8 +140,7 @@ var ticketTTLArg any = ms(TicketTTL)
 
 // Acquire runs one try.
 func Acquire(ctx context.Context, c redis.Scripter, k Keys, t Try) (TryResult, error) {
-	cl := t.call(k)
-	v, err := cl.s.Run(ctx, c, cl.keys, cl.args...).Result()
+	v, err := t.call(k).run(ctx, c).Result()
 	if err != nil {
 		return TryResult{}, err
 	}
@@ -229,8 +242,7 @@ func Refresh(ctx context.Context, c redis.Scripter, k Keys, holder string, seq u
 		s = strconv.FormatUint(seq, 10)
 	}
 	l := k.args()
-	n, err := refresh.Run(ctx, c, l.lock(), l.holder.of(holder), l.ttl.of(ms(ttl)), s).Int64()
-	return n == 1, err
+	return call{refresh, l, l.lock(), append(l.list(), l.holder.of(holder), l.ttl.of(ms(ttl)), s)}.ok(ctx, c)
 }
 
 // Release is how a holder lets go of a lock.
@@ -246,11 +258,11 @@ type Release struct {
 // message, an unfair one with a plain wake-up. It reports whether it did.
 func Unlock(ctx context.Context, c redis.Scripter, k Keys, r Release) (bool, error) {
 	l := k.args()
+	args := append(l.list(), l.holder.of(r.Holder), l.channel.of(k.Channel))
 	if r.Fair {
-		args := r.Counter.appendArgs(append(make([]any, 0, 5), l.holder.of(r.Holder), l.channel.of(k.Channel)), l)
-		return run(ctx, releaseFair, c, l.fair(), append(args, r.PubSub.spublish())...)
+		return call{releaseFair, l, l.fair(), append(r.Counter.appendArgs(args, l), r.PubSub.spublish())}.ok(ctx, c)
 	}
-	return run(ctx, release, c, l.lock(), l.holder.of(r.Holder), l.channel.of(k.Channel), r.PubSub.spublish())
+	return call{release, l, l.lock(), append(args, r.PubSub.spublish())}.ok(ctx, c)
 }
 
 // Leave is a waiter giving up: a fair waiter drops its ticket, and with
@@ -267,13 +279,8 @@ func Leave(ctx context.Context, c redis.Scripter, k Keys, r Release, passOn bool
 		return Unlock(ctx, c, k, r)
 	}
 	l := k.args()
-	args := r.Counter.appendArgs(append(make([]any, 0, 6), l.holder.of(r.Holder), l.channel.of(k.Channel)), l)
-	return run(ctx, leave, c, l.fair(), append(args, r.PubSub.spublish(), flag(passOn))...)
-}
-
-func run(ctx context.Context, s *luascript.Script, c redis.Scripter, keys []string, args ...any) (bool, error) {
-	n, err := s.Run(ctx, c, keys, args...).Int64()
-	return n == 1, err
+	args := r.Counter.appendArgs(append(l.list(), l.holder.of(r.Holder), l.channel.of(k.Channel)), l)
+	return call{leave, l, l.fair(), append(args, r.PubSub.spublish(), flag(passOn))}.ok(ctx, c)
 }
 
 // Advance lifts the counter to at least floor (an atomic max, under the

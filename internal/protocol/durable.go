@@ -47,6 +47,7 @@ type Pipeliner interface {
 // returns how many replicas acknowledged.
 func AcquireAcked(ctx context.Context, c Pipeliner, k Keys, t Try, replicas int, timeout time.Duration) (TryResult, int64, error) {
 	cl := t.call(k)
+	defer cl.l.free(cl.args)
 	res, acked, err := acquireAcked(ctx, c, k, t, cl, replicas, timeout)
 	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
 		if err := cl.s.Load(ctx, c); err != nil {

@@ -56,15 +56,3 @@ func KeysFor(prefix, name string) Keys {
 	k.cache = newLockArgs(k)
 	return k
 }
-
-// The KEYS lists of the scripts are parts of one array, which no caller
-// changes: the capacity stops an append from writing into it.
-
-// lock is the KEYS of the scripts that touch the lock alone.
-func (a *lockArgs) lock() []string { return a.keys[:1:1] }
-
-// lockCounter is the KEYS of the scripts that touch the lock and its counter.
-func (a *lockArgs) lockCounter() []string { return a.keys[:3:3] }
-
-// fair is the KEYS of the fair lock's scripts.
-func (a *lockArgs) fair() []string { return a.keys[:] }
