@@ -27,8 +27,7 @@ type Counter struct {
 }
 
 // appendArgs appends the counter's script arguments to a: ttl ms (boxed
-// in l), clock floor. The callers size a for all their arguments: one
-// allocation.
+// in l), clock floor. a has room for all the call's arguments (l.list).
 func (c Counter) appendArgs(a []any, l *lockArgs) []any {
 	return append(a, l.counterTTL.of(ms(c.TTL)), flag(c.ClockFloor))
 }

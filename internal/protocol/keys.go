@@ -25,8 +25,8 @@ type Keys struct {
 //
 // The keys are slices of one string, built with one allocation instead of
 // seven: Lock is the start of Counter. A second one holds what the lock's
-// script calls repeat (their KEYS lists, the boxed holder id and ttls), so
-// that each call allocates less.
+// script calls repeat (their KEYS lists, the boxed holder id, channel and
+// ttls, an argument list to lend), so that each call allocates less.
 func KeysFor(prefix, name string) Keys {
 	const (
 		fenceSfx   = ":fence"
