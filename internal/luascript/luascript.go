@@ -52,7 +52,8 @@ func (s *Script) Run(ctx context.Context, c redis.Scripter, keys []string, args 
 		return c.Eval(ctx, s.src, keys, args...)
 	}
 	r := c.EvalSha(ctx, sha, keys, args...)
-	if redis.HasErrorPrefix(r.Err(), "NOSCRIPT") {
+	// HasErrorPrefix allocates, even for nil: asked only on an error.
+	if err := r.Err(); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
 		return c.Eval(ctx, s.src, keys, args...)
 	}
 	return r

@@ -110,3 +110,26 @@ func TestRun(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "dk", v)
 }
+
+// TestRunAllocs: a run by a known hash allocates no more than the
+// client's own EVALSHA.
+func TestRunAllocs(t *testing.T) {
+	ctx := t.Context()
+	c := testenv.NewRedis(t).Client()
+	t.Cleanup(func() { c.Close() })
+	sha, err := c.ScriptLoad(ctx, src).Result()
+	require.NoError(t, err)
+	s := luascript.New(src, sha)
+	keys, args := []string{"k"}, []any{"a"}
+	evalSha := testing.AllocsPerRun(100, func() {
+		if err := c.EvalSha(ctx, sha, keys, args...).Err(); err != nil {
+			t.Fatal(err)
+		}
+	})
+	run := testing.AllocsPerRun(100, func() {
+		if err := s.Run(ctx, c, keys, args...).Err(); err != nil {
+			t.Fatal(err)
+		}
+	})
+	assert.LessOrEqual(t, run, evalSha, "allocations per run (EVALSHA alone: %.0f)", evalSha)
+}

@@ -96,14 +96,31 @@ type TryResult struct {
 // Got reports whether the try took or kept the lock.
 func (r TryResult) Got() bool { return r.Outcome == Acquired || r.Outcome == Reacquired }
 
-// call is one script call: the script, its KEYS and ARGV.
+// call is one script call: the script, its KEYS and ARGV, whose list is
+// lent by l.
 type call struct {
 	s    *luascript.Script
+	l    *lockArgs
 	keys []string
 	args []any
 }
 
+// run runs the call and gives its argument list back.
+func (cl call) run(ctx context.Context, c redis.Scripter) *redis.Cmd {
+	cmd := cl.s.Run(ctx, c, cl.keys, cl.args...)
+	cl.l.free(cl.args)
+	return cmd
+}
+
+// ok runs a call whose script replies 1 when it did what it was for.
+func (cl call) ok(ctx context.Context, c redis.Scripter) (bool, error) {
+	n, err := cl.run(ctx, c).Int64()
+	return n == 1, err
+}
+
 func (t Try) call(k Keys) call {
+	l := k.args()
+	args := t.Counter.appendArgs(append(l.list(), l.holder.of(t.Holder), l.ttl.of(ms(t.TTL))), l)
 	if t.Fair {
 		a := ""
 		if t.Attempt != 0 {
@@ -113,11 +130,9 @@ func (t Try) call(k Keys) call {
 		if t.ticketTTL != 0 {
 			tt = ms(t.ticketTTL)
 		}
-		args := t.Counter.appendArgs(append(make([]any, 0, 6), t.Holder, ms(t.TTL)))
-		return call{acquireFair, k.fair(), append(args, tt, a)}
+		return call{acquireFair, l, l.fair(), append(args, tt, a)}
 	}
-	args := t.Counter.appendArgs(append(make([]any, 0, 5), t.Holder, ms(t.TTL)))
-	return call{acquire, k.lockCounter(), append(args, flag(!t.Unfenced))}
+	return call{acquire, l, l.lockCounter(), append(args, flag(!t.Unfenced))}
 }
 
 // ticketTTLArg is ms(TicketTTL) as a script argument, boxed once.
@@ -125,8 +140,7 @@ var ticketTTLArg any = ms(TicketTTL)
 
 // Acquire runs one try.
 func Acquire(ctx context.Context, c redis.Scripter, k Keys, t Try) (TryResult, error) {
-	cl := t.call(k)
-	v, err := cl.s.Run(ctx, c, cl.keys, cl.args...).Result()
+	v, err := t.call(k).run(ctx, c).Result()
 	if err != nil {
 		return TryResult{}, err
 	}
@@ -227,8 +241,8 @@ func Refresh(ctx context.Context, c redis.Scripter, k Keys, holder string, seq u
 	if seq != 0 {
 		s = strconv.FormatUint(seq, 10)
 	}
-	n, err := refresh.Run(ctx, c, []string{k.Lock}, holder, ms(ttl), s).Int64()
-	return n == 1, err
+	l := k.args()
+	return call{refresh, l, l.lock(), append(l.list(), l.holder.of(holder), l.ttl.of(ms(ttl)), s)}.ok(ctx, c)
 }
 
 // Release is how a holder lets go of a lock.
@@ -243,11 +257,12 @@ type Release struct {
 // fair lock to the live head of the queue with a new Seq and a handoff
 // message, an unfair one with a plain wake-up. It reports whether it did.
 func Unlock(ctx context.Context, c redis.Scripter, k Keys, r Release) (bool, error) {
+	l := k.args()
+	args := append(l.list(), l.holder.of(r.Holder), l.channel.of(k.Channel))
 	if r.Fair {
-		args := r.Counter.appendArgs(append(make([]any, 0, 5), r.Holder, k.Channel))
-		return run(ctx, releaseFair, c, k.fair(), append(args, r.PubSub.spublish())...)
+		return call{releaseFair, l, l.fair(), append(r.Counter.appendArgs(args, l), r.PubSub.spublish())}.ok(ctx, c)
 	}
-	return run(ctx, release, c, []string{k.Lock}, r.Holder, k.Channel, r.PubSub.spublish())
+	return call{release, l, l.lock(), append(args, r.PubSub.spublish())}.ok(ctx, c)
 }
 
 // Leave is a waiter giving up: a fair waiter drops its ticket, and with
@@ -263,13 +278,9 @@ func Leave(ctx context.Context, c redis.Scripter, k Keys, r Release, passOn bool
 		}
 		return Unlock(ctx, c, k, r)
 	}
-	args := r.Counter.appendArgs(append(make([]any, 0, 6), r.Holder, k.Channel))
-	return run(ctx, leave, c, k.fair(), append(args, r.PubSub.spublish(), flag(passOn))...)
-}
-
-func run(ctx context.Context, s *luascript.Script, c redis.Scripter, keys []string, args ...any) (bool, error) {
-	n, err := s.Run(ctx, c, keys, args...).Int64()
-	return n == 1, err
+	l := k.args()
+	args := r.Counter.appendArgs(append(l.list(), l.holder.of(r.Holder), l.channel.of(k.Channel)), l)
+	return call{leave, l, l.fair(), append(args, r.PubSub.spublish(), flag(passOn))}.ok(ctx, c)
 }
 
 // Advance lifts the counter to at least floor (an atomic max, under the
@@ -277,7 +288,8 @@ func run(ctx context.Context, s *luascript.Script, c redis.Scripter, keys []stri
 // at the clock, so the value may be above floor. A floor more than
 // [MaxAhead] above the server's clock is refused with [ErrPoisoned].
 func Advance(ctx context.Context, c redis.Scripter, k Keys, floor uint64, counter Counter) (uint64, error) {
-	n, err := advance.Run(ctx, c, k.lockCounter(), floor, ms(counter.TTL)).Int64()
+	l := k.args()
+	n, err := advance.Run(ctx, c, l.lockCounter(), floor, l.counterTTL.of(ms(counter.TTL))).Int64()
 	if err != nil {
 		return 0, counterErr(err)
 	}
@@ -303,7 +315,7 @@ const NoTTL time.Duration = math.MaxInt64
 
 // Inspect reads the lock's state in one atomic step.
 func Inspect(ctx context.Context, c redis.Scripter, k Keys) (State, error) {
-	v, err := inspect.Run(ctx, c, k.fair()).Slice()
+	v, err := inspect.Run(ctx, c, k.args().fair()).Slice()
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return State{}, err
 	}
@@ -354,13 +366,6 @@ func ParseLockValue(v string) (holder string, seq uint64, err error) {
 }
 
 func ms(d time.Duration) int64 { return d.Milliseconds() }
-
-func flag(b bool) string {
-	if b {
-		return "1"
-	}
-	return "0"
-}
 
 // MayHaveRun reports whether a failed call may still have run on the
 // server, so that its effect (a lock taken) must be undone: anything but an

@@ -26,9 +26,11 @@ type Counter struct {
 	ClockFloor bool
 }
 
-// appendArgs appends the counter's script arguments to a: ttl ms, clock
-// floor. The callers size a for all their arguments: one allocation.
-func (c Counter) appendArgs(a []any) []any { return append(a, ms(c.TTL), flag(c.ClockFloor)) }
+// appendArgs appends the counter's script arguments to a: ttl ms (boxed
+// in l), clock floor. a has room for all the call's arguments (l.list).
+func (c Counter) appendArgs(a []any, l *lockArgs) []any {
+	return append(a, l.counterTTL.of(ms(c.TTL)), flag(c.ClockFloor))
+}
 
 // MaxAhead is how far above the server's clock (Redis TIME, in µs) Advance,
 // Reissue and Adopt may lift a lock's counter. Tokens follow the clock (a

@@ -14,7 +14,8 @@ import (
 // A floor more than [MaxAhead] above the server's clock is refused with
 // [ErrPoisoned].
 func Reissue(ctx context.Context, c redis.Scripter, k Keys, holder string, floor uint64, counter Counter) (uint64, error) {
-	n, err := reissue.Run(ctx, c, k.lockCounter(), holder, floor, ms(counter.TTL)).Int64()
+	l := k.args()
+	n, err := reissue.Run(ctx, c, l.lockCounter(), l.holder.of(holder), floor, l.counterTTL.of(ms(counter.TTL))).Int64()
 	if err != nil {
 		return 0, counterErr(err)
 	}
@@ -26,7 +27,8 @@ func Reissue(ctx context.Context, c redis.Scripter, k Keys, holder string, floor
 // than [MaxAhead] above the server's clock, and above the counter, is
 // refused with [ErrPoisoned].
 func Adopt(ctx context.Context, c redis.Scripter, k Keys, holder string, seq uint64, counter Counter) (uint64, error) {
-	n, err := adopt.Run(ctx, c, k.lockCounter(), holder, seq, ms(counter.TTL)).Int64()
+	l := k.args()
+	n, err := adopt.Run(ctx, c, l.lockCounter(), l.holder.of(holder), seq, l.counterTTL.of(ms(counter.TTL))).Int64()
 	if err != nil {
 		return 0, counterErr(err)
 	}
@@ -45,6 +47,7 @@ type Pipeliner interface {
 // returns how many replicas acknowledged.
 func AcquireAcked(ctx context.Context, c Pipeliner, k Keys, t Try, replicas int, timeout time.Duration) (TryResult, int64, error) {
 	cl := t.call(k)
+	defer cl.l.free(cl.args)
 	res, acked, err := acquireAcked(ctx, c, k, t, cl, replicas, timeout)
 	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
 		if err := cl.s.Load(ctx, c); err != nil {

@@ -9,3 +9,6 @@ func WithTicketTTL(t Try, d time.Duration) Try {
 	t.ticketTTL = d
 	return t
 }
+
+// ListLent reports whether k's own argument list is lent to a call.
+func ListLent(k Keys) bool { return k.cache != nil && k.cache.buf.busy.Load() }

@@ -16,13 +16,17 @@ type Keys struct {
 	// Waiting, PREFIX{NAME}:waiting, exists while the queue may hold a
 	// waiter; while it is missing a fair try and release skip the queue.
 	Waiting string
+
+	cache *lockArgs // what the lock's calls repeat (args.go); nil when built by hand
 }
 
 // KeysFor returns the keys of lock name under prefix. The name must have
 // passed fence.ValidateKey (no braces).
 //
 // The keys are slices of one string, built with one allocation instead of
-// seven: Lock is the start of Counter.
+// seven: Lock is the start of Counter. A second one holds what the lock's
+// script calls repeat (their KEYS lists, the boxed holder id, channel and
+// ttls, an argument list to lend), so that each call allocates less.
 func KeysFor(prefix, name string) Keys {
 	const (
 		fenceSfx   = ":fence"
@@ -48,13 +52,7 @@ func KeysFor(prefix, name string) Keys {
 	tickets, s := s[:n+len(ticketsSfx)], s[n+len(ticketsSfx):]
 	channel, s := s[:n+len(releaseSfx)], s[n+len(releaseSfx):]
 	ahead, waiting := s[:n+len(aheadSfx)], s[n+len(aheadSfx):]
-	return Keys{Lock: counter[:n], Counter: counter, Queue: queue, Tickets: tickets, Channel: channel, Ahead: ahead, Waiting: waiting}
-}
-
-// lockCounter is the KEYS of the scripts that touch the lock and its counter.
-func (k Keys) lockCounter() []string { return []string{k.Lock, k.Counter, k.Ahead} }
-
-// fair is the KEYS of the fair lock's scripts.
-func (k Keys) fair() []string {
-	return []string{k.Lock, k.Counter, k.Ahead, k.Queue, k.Tickets, k.Waiting}
+	k := Keys{Lock: counter[:n], Counter: counter, Queue: queue, Tickets: tickets, Channel: channel, Ahead: ahead, Waiting: waiting}
+	k.cache = newLockArgs(k)
+	return k
 }

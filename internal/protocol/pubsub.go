@@ -54,4 +54,4 @@ func DetectPubSub(ctx context.Context, rdb redis.UniversalClient) (PubSub, error
 
 // spublish is the scripts' flag: SPUBLISH (with PUBLISH as fallback) on a
 // cluster that has, or may have, sharded pub/sub.
-func (p PubSub) spublish() string { return flag(p == PubSubSharded || p == PubSubUnknown) }
+func (p PubSub) spublish() any { return flag(p == PubSubSharded || p == PubSubUnknown) }
