@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/fencelock/fencelock/fence"
+	"github.com/fencelock/fencelock/internal/family"
 	"github.com/fencelock/fencelock/internal/lifetime"
 	"github.com/fencelock/fencelock/internal/protocol"
 	"github.com/fencelock/fencelock/internal/sentinel"
@@ -24,6 +25,7 @@ import (
 // costs every waiter its ttl. Reissue lifts the counters and gives a new
 // Seq above them, written back to a quorum.
 type backend struct {
+	grant   family.Grant // the grant that hands this backend out (one allocation for both)
 	s       *Strategy
 	keys    protocol.Keys
 	tok     fence.Token // Key and Holder; Seq is the lifetime's
@@ -83,7 +85,14 @@ func (b *backend) Refresh(ctx context.Context, tok fence.Token, ttl time.Duratio
 
 func (b *backend) Release(ctx context.Context) error {
 	s := b.s
-	rs := Fanout(ctx, s, s.cfg.Nodes, s.timeout(b.ttl), s.unlockOp(b.keys, b.tok.Holder), nil)
+	var one [1]Reply[bool] // one Redis: no slice allocated
+	var rs []Reply[bool]
+	if s.one() {
+		one[0] = inline(ctx, s, s.cfg.Nodes[0], s.timeout(b.ttl), s.unlockOp(b.keys, b.tok.Holder))
+		rs = one[:]
+	} else {
+		rs = Fanout(ctx, s, s.cfg.Nodes, s.timeout(b.ttl), s.unlockOp(b.keys, b.tok.Holder), nil)
+	}
 	gone := 0
 	var again []target
 	for i, r := range rs {

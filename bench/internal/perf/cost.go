@@ -18,9 +18,10 @@ import (
 // alone, after a warm-up: the bench process's allocations and bytes
 // (runtime.MemStats) and the commands the lock's servers ran (INFO
 // commandstats, summed over its nodes). Neither figure depends on the
-// machine's load. The keys are made before the loop and one context serves
-// the batch, so the bench's own share is the adapter's Hold (one
-// allocation per op).
+// machine's load. One key is taken again and again, as a job takes its
+// lock (a lock's first acquisition reads the server's clock for its new
+// counter: one command more), and one context serves the batch, so the
+// bench's own share is the adapter's Hold (one allocation per op).
 func cost(ctx context.Context, run *runner, env *env, ls []*locks.Lock) []report.Result {
 	n := run.sizes.costOps
 	out := make([]report.Result, len(ls))
@@ -34,17 +35,14 @@ func cost(ctx context.Context, run *runner, env *env, ls []*locks.Lock) []report
 // costOf is cost for one lock, on its servers.
 func costOf(ctx context.Context, run *runner, servers []redis.UniversalClient, l *locks.Lock, n int) report.Result {
 	r := report.Result{Lock: l.Name, Scenario: "cost",
-		Note: fmt.Sprintf("%d acquire+release one at a time, distinct keys, alone after a warm-up; allocations of the bench process, commands summed over the lock's %s",
+		Note: fmt.Sprintf("%d acquire+release one at a time on one key, alone after a warm-up on it; allocations of the bench process, commands summed over the lock's %s",
 			n, report.Plural(len(servers), "server"))}
 	var errs errorLog
-	for j := range 20 { // connections, script cache, the lock's own lazy setup
-		if err := acquireRelease(ctx, l, run.key(l, "cost-warm", j)); err != nil {
+	k := run.key(l, "cost", 0)
+	for range 20 { // connections, script cache, the lock's counter, its lazy setup
+		if err := acquireRelease(ctx, l, k); err != nil {
 			errs.add(err)
 		}
-	}
-	keys := make([]string, n)
-	for j := range keys {
-		keys[j] = run.key(l, "cost", j)
 	}
 	ctx, cancel := context.WithTimeout(ctx, opTimeout+runTimeout(n))
 	defer cancel()
@@ -57,7 +55,7 @@ func costOf(ctx context.Context, run *runner, servers []redis.UniversalClient, l
 	var m0, m1 runtime.MemStats
 	runtime.ReadMemStats(&m0)
 	ok := 0
-	for _, k := range keys {
+	for range n {
 		h, err := l.Try(ctx, k)
 		if err == nil {
 			err = h.Release(ctx)
