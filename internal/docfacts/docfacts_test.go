@@ -93,6 +93,9 @@ func TestKeys(t *testing.T) {
 	keys := reflect.ValueOf(protocol.KeysFor(lease.DefaultPrefix, "NAME"))
 	var want []string
 	for i := range keys.NumField() {
+		if f := keys.Type().Field(i); !f.IsExported() || f.Type.Kind() != reflect.String {
+			continue // not a key: what the calls reuse (the argument lists)
+		}
 		k := keys.Field(i).String()
 		if !strings.HasPrefix(k, lock) {
 			t.Fatalf("key %q does not start with %q", k, lock)
