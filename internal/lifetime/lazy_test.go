@@ -87,3 +87,26 @@ func TestUnwatchedLeaseStartsNoTimer(t *testing.T) {
 		t.Fatal("the loss was not reported")
 	}
 }
+
+// TestLateTimerDeadlineCounts: a lease whose timer is armed (Done was asked
+// for) but fires late, as under a GC pause or busy cores, is lost once its
+// deadline has passed: Err says so, and a release then finds it lost, as
+// for a lease nobody watched.
+func TestLateTimerDeadlineCounts(t *testing.T) {
+	tok := fence.Token{Key: "k", Seq: 3, Holder: "h"}
+	l := Start(&stub{}, tok, time.Now(), 20*time.Millisecond, testConfig())
+	t.Cleanup(func() { l.End(errTestReleased) })
+	_ = l.Done()
+	tm := timerOf(l)
+	require.NotNil(t, tm, "Done armed the timer")
+	tm.Stop() // the timer is late: it has not fired yet
+	require.Eventually(t, func() bool { return !l.Held() }, 5*time.Second, time.Millisecond)
+	assert.ErrorIs(t, l.Err(), errTestLost, "Err reads the passed deadline, whatever the timer")
+	l.End(errTestReleased)
+	assert.ErrorIs(t, l.Err(), errTestLost, "a release after the deadline finds the lease lost")
+	select {
+	case <-l.Done():
+	default:
+		t.Fatal("Done is open after Err said lost")
+	}
+}

@@ -159,9 +159,7 @@ func (l *Life) ctxLocked() context.Context {
 func (l *Life) Err() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.timer == nil {
-		l.passedLocked()
-	}
+	l.passedLocked() // a timer may fire late: the deadline is what counts
 	return l.end
 }
 
@@ -424,7 +422,7 @@ func (l *Life) fail(err error) error {
 func (l *Life) End(reason error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.timer != nil || !l.passedLocked() {
+	if !l.passedLocked() { // passed: lost, whether or not a timer said so yet
 		l.endLocked(reason)
 	}
 }

@@ -53,8 +53,9 @@ type argList struct {
 // list lends a call an empty argument list: the lock's own while no other
 // call has it, a new one otherwise. The call gives it back with free once
 // it has returned: go-redis copies the arguments into the command it
-// builds (and internal/family into the one it batches), so that nothing
-// holds the list by then.
+// builds (and internal/transport into the one it batches), so that nothing
+// holds the list by then. A client wrapper that kept the args or the keys
+// of a call past its return would break this; go-redis's clients do not.
 func (l *lockArgs) list() []any {
 	if l.buf.busy.CompareAndSwap(false, true) {
 		return l.buf.a[:0]
