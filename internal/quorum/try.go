@@ -161,6 +161,9 @@ func (a *Attempt) Try(ctx context.Context) (*family.Grant, family.Miss, error) {
 	}
 	if s.one() {
 		if why == nil { // busy
+			// The holder's ttl as the server said it: < 0 when its key
+			// has none (HeldError says "a time unknown").
+			m.Remaining = rs[0].Val.PTTL
 			m.Queued = rs[0].Val.Outcome == protocol.Reserved
 			if t.Fair && a.r.Waiting {
 				// Queued: a release hands the lock over and says so; the
