@@ -161,9 +161,6 @@ func (a *Attempt) Try(ctx context.Context) (*family.Grant, family.Miss, error) {
 	}
 	if s.one() {
 		if why == nil { // busy
-			// The holder's ttl as the server said it: < 0 when its key
-			// has none (HeldError says "a time unknown").
-			m.Remaining = rs[0].Val.PTTL
 			m.Queued = rs[0].Val.Outcome == protocol.Reserved
 			if t.Fair && a.r.Waiting {
 				// Queued: a release hands the lock over and says so; the
@@ -270,7 +267,8 @@ func (a *Attempt) noteBusy(rs []Reply[protocol.TryResult]) {
 }
 
 // freeAt estimates, from the remaining ttls the busy nodes reported, how
-// long until a quorum of nodes is free; 0 when unknown.
+// long until a quorum of nodes is free; 0 when it cannot tell, -1 when a
+// node it needs holds a key without a ttl (it may never be free).
 func freeAt(quorum int, rs []Reply[protocol.TryResult]) time.Duration {
 	free := 0
 	var busy []time.Duration
@@ -281,6 +279,8 @@ func freeAt(quorum int, rs []Reply[protocol.TryResult]) time.Duration {
 			free++
 		case r.Val.PTTL >= 0:
 			busy = append(busy, r.Val.PTTL)
+		default: // a key without a ttl: it may never be free
+			busy = append(busy, protocol.NoTTL)
 		}
 	}
 	need := quorum - free
@@ -288,6 +288,9 @@ func freeAt(quorum int, rs []Reply[protocol.TryResult]) time.Duration {
 		return 0
 	}
 	slices.Sort(busy)
+	if busy[need-1] == protocol.NoTTL {
+		return -1 // unknown (HeldError: "for a time unknown")
+	}
 	return busy[need-1]
 }
 
