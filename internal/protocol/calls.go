@@ -32,6 +32,10 @@ var (
 	advance     = script("advance")
 	reissue     = script("reissue")
 	adopt       = script("adopt")
+	semAcquire  = script("sem_acquire")
+	semRelease  = script("sem_release")
+	semLeave    = script("sem_leave")
+	semInspect  = script("sem_inspect")
 )
 
 //go:embed scripts/*.lua scripts/*.sha1
@@ -256,9 +260,19 @@ type Release struct {
 // Unlock deletes the lock if the holder still has it and passes it on: a
 // fair lock to the live head of the queue with a new Seq and a handoff
 // message, an unfair one with a plain wake-up. It reports whether it did.
+//
+// A semaphore's slot (keys from [Semaphore.Slot]) is always handed on, to
+// the semaphore's queue, with a message naming the slot (sem_release.lua).
 func Unlock(ctx context.Context, c redis.Scripter, k Keys, r Release) (bool, error) {
 	l := k.args()
 	args := append(l.list(), l.holder.of(r.Holder), l.channel.of(k.Channel))
+	if k.permit.permits != "" {
+		keys := []string{k.Lock, k.Counter, k.Ahead, k.Queue, k.Tickets, k.Waiting, k.permit.permits}
+		args = append(r.Counter.appendArgs(args, l), r.PubSub.spublish())
+		n, err := semRelease.Run(ctx, c, keys, append(args, k.permit.slot)...).Int64()
+		l.free(args)
+		return n == 1, err
+	}
 	if r.Fair {
 		return call{releaseFair, l, l.fair(), append(r.Counter.appendArgs(args, l), r.PubSub.spublish())}.ok(ctx, c)
 	}

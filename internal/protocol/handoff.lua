@@ -8,11 +8,12 @@
 -- dropped expired tickets without finding the head, it deletes the lock
 -- and publishes a plain wake-up: the waiters' tries drop the rest.
 -- Past 2^53-1 it returns an error reply and changes nothing but the
--- expired tickets it dropped; else nil. n is as for live_head.
-local function hand_off(channel, counter_ttl, clock_floor, sharded, n)
+-- expired tickets it dropped; else nil. n is as for live_head. tail, when
+-- given, ends the message: a semaphore's ":slot" (permit.lua).
+local function hand_off(channel, counter_ttl, clock_floor, sharded, n, tail)
   local head, ttl, attempt, now, more = live_head(n)
   if not head then
-    redis.call('DEL', KEYS[1])
+    redis.call('DEL', LOCK)
     if more then
       publish(channel, '', sharded)
     end
@@ -23,9 +24,9 @@ local function hand_off(channel, counter_ttl, clock_floor, sharded, n)
     return redis.error_reply('fencelock: counter past 2^53-1')
   end
   local v = head .. ':' .. s
-  redis.call('SET', KEYS[1], v, 'PX', ttl)
+  redis.call('SET', LOCK, v, 'PX', ttl)
   dequeue(head)
-  publish(channel, v .. ':' .. attempt, sharded)
+  publish(channel, v .. ':' .. attempt .. (tail or ''), sharded)
   return nil
 end
 
@@ -33,7 +34,7 @@ end
 -- Returns 1 when released, 0 when the lock is gone or held by another, or
 -- an error reply.
 local function let_go(holder, channel, counter_ttl, clock_floor, sharded)
-  if not holds(redis.call('GET', KEYS[1]), holder) then
+  if not holds(redis.call('GET', LOCK), holder) then
     return 0
   end
   local err = hand_off(channel, counter_ttl, clock_floor, sharded)

@@ -18,6 +18,17 @@ type Keys struct {
 	Waiting string
 
 	cache *lockArgs // what the lock's calls repeat (args.go); nil when built by hand
+
+	// permit is, for one slot of a semaphore (Semaphore.Slot), the
+	// semaphore's permits key and the slot: its release hands the slot on
+	// (sem_release.lua). "" for a lock.
+	permit permitOf
+}
+
+// permitOf names a semaphore's slot: its permits key and its index.
+type permitOf struct {
+	permits string
+	slot    int
 }
 
 // KeysFor returns the keys of lock name under prefix. The name must have

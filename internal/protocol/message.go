@@ -34,12 +34,17 @@ func ParseAttempt(s string) (Attempt, error) {
 // Message is one release message on a lock's channel: a plain wake-up (an
 // unfair release: "", one local waiter per client goes and looks), or a
 // handoff ("holder:seq:attempt": the fair release gave the lock, with
-// Seq, to Holder, whose try Attempt wrote the ticket it used).
+// Seq, to Holder, whose try Attempt wrote the ticket it used). A
+// semaphore's handoff names the slot it gave after them:
+// "holder:seq:attempt:slot".
 type Message struct {
 	Handoff bool
 	Holder  string
 	Seq     uint64
 	Attempt Attempt
+	// Permit: a semaphore's handoff, of slot Slot.
+	Permit bool
+	Slot   int
 }
 
 // ErrMessage is returned for a payload that is no release message.
@@ -51,6 +56,14 @@ func ParseMessage(payload string) (Message, error) {
 		return Message{}, nil
 	}
 	parts := strings.Split(payload, ":")
+	var m Message
+	if len(parts) == 4 {
+		slot, err := strconv.Atoi(parts[3])
+		if err != nil || slot < 0 || slot >= MaxPermits || strconv.Itoa(slot) != parts[3] {
+			return Message{}, fmt.Errorf("%w: %q: slot", ErrMessage, payload)
+		}
+		m.Permit, m.Slot, parts = true, slot, parts[:3]
+	}
 	if len(parts) != 3 || parts[0] == "" {
 		return Message{}, fmt.Errorf("%w: %q", ErrMessage, payload)
 	}
@@ -62,7 +75,8 @@ func ParseMessage(payload string) (Message, error) {
 	if err != nil {
 		return Message{}, fmt.Errorf("%w: %q: %w", ErrMessage, payload, err)
 	}
-	return Message{Handoff: true, Holder: parts[0], Seq: seq, Attempt: a}, nil
+	m.Handoff, m.Holder, m.Seq, m.Attempt = true, parts[0], seq, a
+	return m, nil
 }
 
 // String is the message's payload, as the release scripts write it.
@@ -70,5 +84,9 @@ func (m Message) String() string {
 	if !m.Handoff {
 		return ""
 	}
-	return m.Holder + ":" + strconv.FormatUint(m.Seq, 10) + ":" + m.Attempt.String()
+	s := m.Holder + ":" + strconv.FormatUint(m.Seq, 10) + ":" + m.Attempt.String()
+	if m.Permit {
+		s += ":" + strconv.Itoa(m.Slot)
+	}
+	return s
 }

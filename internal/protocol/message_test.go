@@ -58,6 +58,8 @@ func TestMessage(t *testing.T) {
 			{Handoff: true, Holder: "host-1/worker.7@x", Seq: 1_800_000_000_000_123, Attempt: 42},
 			{Handoff: true, Holder: "h", Seq: maxSeq, Attempt: math.MaxUint64},
 			{Handoff: true, Holder: "h", Seq: math.MaxUint64, Attempt: protocol.NewAttempt()},
+			{Handoff: true, Holder: "h", Seq: 5, Attempt: 7, Permit: true, Slot: 0},
+			{Handoff: true, Holder: "h", Seq: 5, Attempt: 7, Permit: true, Slot: protocol.MaxPermits - 1},
 		} {
 			s := m.String()
 			got, err := protocol.ParseMessage(s)
@@ -70,7 +72,8 @@ func TestMessage(t *testing.T) {
 	t.Run("refused", func(t *testing.T) {
 		for _, s := range []string{
 			"h", "h:5", "h:5:", ":5:7", "h::7", "::", ":", // missing parts
-			"h:5:7:9", "h:5:7:", "a:b:5:7", // extra parts (a holder has no ':')
+			"h:5:7:9:1", "h:5:7:", "a:b:5:7:1", // extra parts (a holder has no ':')
+			"h:5:7:64", "h:5:7:-1", "h:5:7:01", "h:5:7:x", // bad slot (a semaphore's handoff)
 			"h:0:7", "h:05:7", "h:00:7", "h:-5:7", "h:+5:7", "h:x:7", "h: 5:7", "h:5.0:7", // bad seq
 			"h:18446744073709551616:7",           // seq past uint64
 			"h:5:0", "h:5:07", "h:5:x", "h:5:-7", // bad attempt

@@ -1,7 +1,8 @@
 // Command luagen writes each Lua script of package protocol whole, into
 // internal/protocol/scripts, from the fragments beside package protocol:
 // the script's own file (named like the script) and the shared functions
-// it uses (common.lua, publish.lua, queue.lua, handoff.lua). Run it with
+// it uses (common.lua, publish.lua, queue.lua, handoff.lua, slot.lua,
+// permit.lua). Run it with
 // `go generate ./internal/protocol`; the files it writes are committed,
 // and TestGeneratedScriptsUpToDate fails when they are out of date.
 //
@@ -55,6 +56,13 @@ var scripts = []script{
 	{"advance", []string{"common.lua", "advance.lua"}},
 	{"reissue", []string{"common.lua", "reissue.lua"}},
 	{"adopt", []string{"common.lua", "adopt.lua"}},
+	{"sem_acquire", []string{"common.lua", "slot.lua", "sem_acquire.lua", "queue.lua", "publish.lua", "handoff.lua",
+		"permit.lua", "sem_acquire_queued.lua"}},
+	{"sem_release", []string{"sem_release.lua", "common.lua", "publish.lua", "queue.lua", "handoff.lua", "permit.lua",
+		"sem_release_queued.lua"}},
+	{"sem_leave", []string{"common.lua", "slot.lua", "publish.lua", "queue.lua", "handoff.lua", "permit.lua",
+		"sem_leave.lua"}},
+	{"sem_inspect", []string{"sem_inspect.lua"}},
 }
 
 // OutDir is where the whole scripts go, under the fragments' directory.

@@ -28,6 +28,11 @@
 -- documented, parsed and tested in Go (package protocol); these files are
 -- their only writer.
 
+-- LOCK, COUNTER and AHEAD are the keys the functions below work on:
+-- KEYS[1..3], the lock's; a semaphore's scripts point them at one of its
+-- slots (permit.lua's at_slot), each a lock with its own counter.
+local LOCK, COUNTER, AHEAD = KEYS[1], KEYS[2], KEYS[3]
+
 local MAX_SEQ = 9007199254740991 -- 2^53-1: Lua numbers are doubles
 -- No input lifts a counter more than this above the clock, in µs: 24h
 -- (protocol.MaxAhead). Tokens follow the clock (a counter starts there),
@@ -62,7 +67,7 @@ end
 -- missing the clock has passed every value it held, and a missing counter
 -- restarting at the clock never goes back. It returns v as written (fmt).
 --
--- A v above the clock also sets the ahead key (KEYS[3]) until the clock
+-- A v above the clock also sets the ahead key (AHEAD) until the clock
 -- passes v. While that key is missing, the counter is at or below the
 -- clock, so the next Seq, one more, is too (a script call takes more than
 -- the clock's microsecond), and needs no clock: now is then nil.
@@ -73,12 +78,12 @@ local function store_counter(v, ttl_ms, now)
     -- 2ms of margin: Redis 7.2 counts PX from the script's start, a
     -- moment before TIME was read
     past = math.ceil((v - now) / 1000) + 2
-    redis.call('SET', KEYS[3], '1', 'PX', past)
+    redis.call('SET', AHEAD, '1', 'PX', past)
   end
   if ttl_ms == '0' then
-    redis.call('SET', KEYS[2], s)
+    redis.call('SET', COUNTER, s)
   else
-    redis.call('SET', KEYS[2], s, 'PX', math.max(tonumber(ttl_ms), past))
+    redis.call('SET', COUNTER, s, 'PX', math.max(tonumber(ttl_ms), past))
   end
   return s
 end
@@ -88,7 +93,7 @@ end
 -- read (GET or MGET: false when missing), or nil to read it here.
 local function counter_now(now, c)
   if c == nil then
-    c = redis.call('GET', KEYS[2])
+    c = redis.call('GET', COUNTER)
   end
   if c then
     return tonumber(c), true
@@ -149,7 +154,7 @@ local function take(holder, ttl, counter_ttl, clock_floor, c, now, ahead)
   if not n then
     return redis.error_reply('fencelock: counter past 2^53-1')
   end
-  redis.call('SET', KEYS[1], holder .. ':' .. s, 'PX', ttl)
+  redis.call('SET', LOCK, holder .. ':' .. s, 'PX', ttl)
   return {1, n}
 end
 

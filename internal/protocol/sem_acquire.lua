@@ -1,0 +1,61 @@
+-- Try to take a permit of a semaphore of N: one of its N slots, each a
+-- lock with its own counter (see slot.lua). A free slot goes to the live
+-- head of the semaphore's fair queue.
+-- KEYS[1..3] slot 0's lock, counter and ahead (the script works on the
+-- slot it picks), KEYS[4] queue, KEYS[5] tickets, KEYS[6] waiting,
+-- KEYS[7] permits, and per slot i from 0: KEYS[8+3i] lock, KEYS[9+3i]
+-- counter, KEYS[10+3i] ahead.
+-- ARGV[1] holder id, ARGV[2] ttl ms, ARGV[3] counter ttl ms ('0':
+-- forever), ARGV[4] '1' to lift the counter to the clock first, ARGV[5]
+-- ticket ttl ms, ARGV[6] this try's attempt id, '' to try without
+-- queueing, ARGV[7] N, ARGV[8] channel, ARGV[9] '1' for SPUBLISH.
+-- Replies (see PermitResult): {1, seq, i} slot i acquired; {2, seq, i} the
+-- holder had slot i already, or it was handed to it (its ttl is reset,
+-- its ticket dropped); {0, pttl, -1} every slot is held, the first to
+-- expire in pttl ms (-1: none has a ttl); {3, 0, -1} a slot is free but
+-- reserved for the waiters queued ahead; {3, 1, -1} a slot is free and
+-- the queue's head is not known yet (expired tickets are dropped a few
+-- per call): try again in 1ms. Unless ARGV[6] is '', a try that does not
+-- get a permit queues the holder and writes its ticket with ARGV[6] (a
+-- full queue: no ticket). A try writes N into the permits key when it
+-- differs. When a waiter takes a slot and more are free, each goes on to
+-- the next live waiter, as a release would hand it on.
+--
+-- This file opens its script, after common.lua and slot.lua: the common
+-- case (a free slot, nobody waiting: MGET, MGET, SET, SET) returns before
+-- the queue's functions are built; every other case goes on in
+-- sem_acquire_queued.lua.
+local n = tonumber(ARGV[7])
+local ks = {KEYS[6], KEYS[7]}
+for i = 0, n - 1 do
+  ks[i + 3] = KEYS[8 + 3 * i]
+end
+local lv = redis.call('MGET', unpack(ks))
+if lv[2] ~= ARGV[7] then
+  redis.call('SET', KEYS[7], ARGV[7])
+end
+local mine, mine_seq, free -- the holder's slot and its Seq; the first free slot
+for i = 0, n - 1 do
+  local seq, taken = holds(lv[i + 3], ARGV[1])
+  if seq then
+    mine, mine_seq = i, seq
+    break
+  end
+  if not taken and not free then
+    free = i
+  end
+end
+local q -- the queue's length, when a slot is free
+if not mine and free then
+  q = lv[1] and redis.call('ZCARD', KEYS[4]) or 0 -- no waiting key: no queue
+  if q == 0 then
+    at_slot(free)
+    local ca = redis.call('MGET', COUNTER, AHEAD)
+    local r = take(ARGV[1], ARGV[2], ARGV[3], ARGV[4], ca[1], nil, ca[2])
+    if r.err then
+      return r
+    end
+    r[3] = free
+    return r
+  end
+end

@@ -1,0 +1,25 @@
+-- A semaphore's waiter gives up: drop its ticket and, when ARGV[6] is '1'
+-- and a slot was handed to it meanwhile (or a try whose reply was lost
+-- took one), let that slot go as a release does (permit.lua's pass_slot).
+-- KEYS as for sem_acquire.lua.
+-- ARGV[1] holder id, ARGV[2] channel, ARGV[3] counter ttl ms, ARGV[4] '1'
+-- to lift the counter to the clock, ARGV[5] '1' for SPUBLISH, ARGV[6] pass
+-- on, ARGV[7] N.
+-- Returns 1 when it released a slot, else 0.
+dequeue(ARGV[1])
+if ARGV[6] ~= '1' then
+  return 0
+end
+local n = tonumber(ARGV[7])
+local ks = {KEYS[7]}
+for i = 0, n - 1 do
+  ks[i + 2] = KEYS[8 + 3 * i]
+end
+local lv = redis.call('MGET', unpack(ks))
+for i = 0, n - 1 do
+  if holds(lv[i + 2], ARGV[1]) then
+    at_slot(i)
+    return pass_slot(i, lv[1], nil, ARGV[2], ARGV[3], ARGV[4], ARGV[5]) or 1
+  end
+end
+return 0
