@@ -107,9 +107,15 @@ func (c *Client) Close(ctx context.Context) error {
 // it, the error wraps ErrNotAcquired: on one Redis it is a *HeldError
 // telling for how much longer; on a quorum it joins the nodes' errors.
 func (c *Client) TryAcquire(ctx context.Context, name string, ttl time.Duration, opts ...AcquireOption) (*Lease, error) {
+	return c.tryAcquire(ctx, name, 0, ttl, opts)
+}
+
+// tryAcquire is TryAcquire of a lock, or of a permit of the semaphore name
+// of permits (not 0).
+func (c *Client) tryAcquire(ctx context.Context, name string, permits int, ttl time.Duration, opts []AcquireOption) (*Lease, error) {
 	var p emit.Progress
 	return emit.Observed(c.hooks(), c.kind(), ctx, name, ttl, false, ErrNotAcquired, &p, func(ctx context.Context) (*Lease, error) {
-		a, ac, err := c.begin(ctx, name, ttl, false, opts)
+		a, ac, err := c.begin(ctx, name, permits, ttl, false, opts)
 		if err != nil {
 			return nil, err
 		}
@@ -127,7 +133,7 @@ func (c *Client) TryAcquire(ctx context.Context, name string, ttl time.Duration,
 			case err != nil:
 				return nil, err
 			}
-			return nil, &HeldError{Name: name, Remaining: m.Remaining, Queued: m.Queued}
+			return nil, &HeldError{Name: name, Remaining: m.Remaining, Queued: m.Queued, Permits: permits}
 		}
 	})
 }
@@ -148,9 +154,15 @@ func (c *Client) TryAcquire(ctx context.Context, name string, ttl time.Duration,
 // returned as soon as the Redis client reports it; on a quorum, nodes that
 // only time out are retried, for at most a ttl.
 func (c *Client) Acquire(ctx context.Context, name string, ttl time.Duration, opts ...AcquireOption) (*Lease, error) {
+	return c.acquire(ctx, name, 0, ttl, opts)
+}
+
+// acquire is Acquire of a lock, or of a permit of the semaphore name of
+// permits (not 0).
+func (c *Client) acquire(ctx context.Context, name string, permits int, ttl time.Duration, opts []AcquireOption) (*Lease, error) {
 	var p emit.Progress
 	return emit.Observed(c.hooks(), c.kind(), ctx, name, ttl, true, ErrNotAcquired, &p, func(ctx context.Context) (*Lease, error) {
-		a, ac, err := c.begin(ctx, name, ttl, true, opts)
+		a, ac, err := c.begin(ctx, name, permits, ttl, true, opts)
 		if err != nil {
 			return nil, err
 		}
@@ -235,7 +247,7 @@ func (c *Client) wait(ctx context.Context, a family.Attempt, name string, ttl, k
 }
 
 // begin validates an acquisition before any I/O and starts it.
-func (c *Client) begin(ctx context.Context, name string, ttl time.Duration, waiting bool, opts []AcquireOption) (family.Attempt, family.Acquire, error) {
+func (c *Client) begin(ctx context.Context, name string, permits int, ttl time.Duration, waiting bool, opts []AcquireOption) (family.Attempt, family.Acquire, error) {
 	switch {
 	case c == nil || c.s == nil:
 		return nil, family.Acquire{}, invalid("nil client")
@@ -261,7 +273,8 @@ func (c *Client) begin(ctx context.Context, name string, ttl time.Duration, wait
 			return nil, ac, notAcquired(ctx, name, nil)
 		}
 	}
-	return c.s.Begin(family.Request{Name: name, TTL: ttl, Holder: ac.Holder, Waiting: waiting, Pending: &c.pending}), ac, nil
+	return c.s.Begin(family.Request{Name: name, TTL: ttl, Holder: ac.Holder, Waiting: waiting, Pending: &c.pending,
+		Permits: permits}), ac, nil
 }
 
 // newLease starts the lifetime of what a try obtained.

@@ -47,9 +47,20 @@ type HeldError struct {
 	Name      string
 	Remaining time.Duration // the holder's remaining ttl (<= 0: unknown); when Queued, 0 or a short delay before trying again
 	Queued    bool          // free, but reserved for fair waiters queued ahead
+	// Permits is, for a semaphore's TryAcquire, its N (every permit is
+	// held, and Remaining is until the first one's ttl ends); 0 for a lock.
+	Permits int
 }
 
 func (e *HeldError) Error() string {
+	switch {
+	case e.Queued && e.Permits > 0:
+		return fmt.Sprintf("lease: not acquired: a permit of %q is free but reserved for the waiters queued ahead", e.Name)
+	case e.Permits > 0 && e.Remaining < 0:
+		return fmt.Sprintf("lease: not acquired: all %d permits of %q are held, for a time unknown (their keys may have no ttl)", e.Permits, e.Name)
+	case e.Permits > 0:
+		return fmt.Sprintf("lease: not acquired: all %d permits of %q are held; the first ttl ends in %v", e.Permits, e.Name, e.Remaining)
+	}
 	if e.Queued {
 		return fmt.Sprintf("lease: not acquired: %q is reserved for the waiters queued ahead", e.Name)
 	}

@@ -135,6 +135,12 @@ func ApplyAcquire[O AcquireOption](c *Config, ttl time.Duration, opts []O) (Acqu
 // Keys are lock name's keys under the client's prefix, for every kind.
 func (c *Config) Keys(name string) protocol.Keys { return protocol.KeysFor(c.Prefix, name) }
 
+// Semaphore are the keys of semaphore name of n permits under the
+// client's prefix.
+func (c *Config) Semaphore(name string, n int) protocol.Semaphore {
+	return protocol.SemaphoreFor(c.Prefix, name, n)
+}
+
 // Counter is how the client keeps a lock's counter (on every node).
 func (c *Config) Counter() protocol.Counter {
 	return protocol.Counter{TTL: c.CounterTTL, ClockFloor: c.ClockFloor}

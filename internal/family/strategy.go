@@ -37,6 +37,9 @@ type Request struct {
 	Waiting bool
 	// Pending counts the kind's background cleanups; Close waits for them.
 	Pending *lifetime.Pending
+	// Permits, when not 0, makes Name a semaphore of that many permits
+	// (one Redis only): a try takes one of its slots, always fairly.
+	Permits int
 }
 
 // Grant is the lock a try obtained.

@@ -33,6 +33,7 @@ type Semaphore struct {
 	N       int
 	slots   []Keys
 	all     []string // the KEYS of sem_acquire, sem_leave and sem_inspect
+	base    string   // PREFIX{NAME}#
 }
 
 // SemaphoreFor returns the keys of the semaphore name of n permits
@@ -40,27 +41,33 @@ type Semaphore struct {
 // fence.ValidateKey.
 func SemaphoreFor(prefix, name string, n int) Semaphore {
 	base := prefix + "{" + name + "}#"
-	s := Semaphore{Permits: base + "permits", N: n, slots: make([]Keys, n)}
-	shared := Keys{Queue: base + "queue", Tickets: base + "tickets", Waiting: base + "waiting", Channel: base + "release"}
+	s := Semaphore{Permits: base + "permits", N: n, slots: make([]Keys, n), base: base}
 	s.all = make([]string, 7, 7+3*n)
 	for i := range n {
-		k := shared
-		k.Lock = base + strconv.Itoa(i)
-		k.Counter, k.Ahead = k.Lock+":fence", k.Lock+":ahead"
-		k.permit = permitOf{permits: s.Permits, slot: i}
-		k.cache = newLockArgs(k)
+		k := s.Slot(i)
 		s.slots[i] = k
 		s.all = append(s.all, k.Lock, k.Counter, k.Ahead)
 	}
 	s.Keys = s.slots[0]
 	s.Keys.permit, s.Keys.cache = permitOf{}, nil
-	copy(s.all, []string{s.Keys.Lock, s.Keys.Counter, s.Keys.Ahead, shared.Queue, shared.Tickets, shared.Waiting, s.Permits})
+	copy(s.all, []string{s.Keys.Lock, s.Keys.Counter, s.Keys.Ahead, s.Keys.Queue, s.Keys.Tickets, s.Keys.Waiting, s.Permits})
 	return s
 }
 
-// Slot returns the keys of slot i, which a permit's lease refreshes,
-// releases (sem_release.lua) and reissues like a lock's.
-func (s Semaphore) Slot(i int) Keys { return s.slots[i] }
+// Slot returns the keys of slot i (0..MaxPermits-1), which a permit's
+// lease refreshes, releases (sem_release.lua) and reissues like a lock's.
+// A slot at or past N is one a client with a larger N took or handed over.
+func (s Semaphore) Slot(i int) Keys {
+	if i < len(s.slots) && s.slots[i].Lock != "" {
+		return s.slots[i]
+	}
+	k := Keys{Queue: s.base + "queue", Tickets: s.base + "tickets", Waiting: s.base + "waiting", Channel: s.base + "release"}
+	k.Lock = s.base + strconv.Itoa(i)
+	k.Counter, k.Ahead = k.Lock+":fence", k.Lock+":ahead"
+	k.permit = permitOf{permits: s.Permits, slot: i}
+	k.cache = newLockArgs(k)
+	return k
+}
 
 // PermitName is the name of slot i's permits of the semaphore name: the
 // Key of their tokens, "NAME#i", so that a verifier keeps a high-water per

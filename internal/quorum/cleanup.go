@@ -84,7 +84,7 @@ func (a *Attempt) cleanup(ctx context.Context, rs []Reply[protocol.TryResult]) u
 // the lock under that holder id may be one it had before). Other waiters
 // leave nothing behind: a failed try cleans up after itself.
 func (a *Attempt) Abandon(ctx context.Context) {
-	if a.s.cfg.Fair && a.holder != "" {
+	if a.fair() && a.holder != "" {
 		_ = a.s.retry(ctx, a.r.Pending, a.r.TTL, targets(a.s.cfg.Nodes), nil, a.leaveOp(a.holder, !a.reacquire()))
 	}
 }
@@ -93,6 +93,12 @@ func (a *Attempt) Abandon(ctx context.Context) {
 // the lock if holder has it; on an unfair lock it is the release.
 func (a *Attempt) leaveOp(holder string, passOn bool) Op[bool] {
 	k := a.keys
+	if a.sem != nil {
+		sem := *a.sem
+		return func(ctx context.Context, n *Node, c transport.Conn) (bool, error) {
+			return protocol.LeavePermit(ctx, c, sem, n.release(a.s, holder), passOn)
+		}
+	}
 	return func(ctx context.Context, n *Node, c transport.Conn) (bool, error) {
 		return protocol.Leave(ctx, c, k, n.release(a.s, holder), passOn)
 	}

@@ -229,3 +229,16 @@ func Joinf(nodes error, format string, args ...any) error {
 }
 
 var _ family.Strategy = (*Strategy)(nil)
+
+// OneRedis reports whether the strategy is one Redis, not a quorum of
+// masters.
+func (s *Strategy) OneRedis() bool { return s.one() }
+
+// InspectSemaphore reads the semaphore name of n permits, on one Redis.
+func (s *Strategy) InspectSemaphore(ctx context.Context, name string, n int) (protocol.SemaphoreState, error) {
+	sem := s.cfg.Shared.Semaphore(name, n)
+	r := inline(ctx, s, s.cfg.Nodes[0], 0, func(ctx context.Context, _ *Node, c transport.Conn) (protocol.SemaphoreState, error) {
+		return protocol.InspectSemaphore(ctx, c, sem)
+	})
+	return r.Val, r.Err
+}

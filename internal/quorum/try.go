@@ -39,12 +39,25 @@ type Attempt struct {
 	// attempt: an uncontended acquire costs one allocation less.
 	spare     backend
 	spareUsed bool
+	// sem is the semaphore's keys when the request is for a permit
+	// (Request.Permits), nil for a lock; slot is the slot the last try
+	// or handoff got.
+	sem  *protocol.Semaphore
+	slot int
 }
 
 // Begin starts an acquisition.
 func (s *Strategy) Begin(r family.Request) family.Attempt {
+	if r.Permits > 0 {
+		sem := s.cfg.Shared.Semaphore(r.Name, r.Permits)
+		return &Attempt{s: s, r: r, keys: sem.Keys, renew: true, sem: &sem}
+	}
 	return &Attempt{s: s, r: r, keys: s.cfg.Shared.Keys(r.Name), renew: true}
 }
+
+// fair reports whether the attempt's tries queue: a fair lock's, and a
+// semaphore's, which is always fair.
+func (a *Attempt) fair() bool { return a.s.cfg.Fair || a.sem != nil }
 
 // Keys are the lock's keys.
 func (a *Attempt) Keys() protocol.Keys { return a.keys }
@@ -74,7 +87,7 @@ func (a *Attempt) reacquire() bool { return a.r.Holder != "" }
 // quorum is left.
 func (a *Attempt) Try(ctx context.Context) (*family.Grant, family.Miss, error) {
 	s, name, ttl := a.s, a.r.Name, a.r.TTL
-	t := protocol.Try{Holder: a.holderID(), TTL: ttl, Counter: s.Counter(), Unfenced: s.cfg.Unfenced, Fair: s.cfg.Fair}
+	t := protocol.Try{Holder: a.holderID(), TTL: ttl, Counter: s.Counter(), Unfenced: s.cfg.Unfenced, Fair: a.fair()}
 	if t.Fair && a.r.Waiting {
 		t.Attempt = protocol.NewAttempt() // queues the waiter
 	}
@@ -83,6 +96,9 @@ func (a *Attempt) Try(ctx context.Context) (*family.Grant, family.Miss, error) {
 	var rs []Reply[protocol.TryResult]
 	var k ack
 	switch {
+	case a.sem != nil:
+		a.one[0] = a.tryPermit(ctx, t)
+		rs = a.one[:]
 	case s.cfg.Replicas > 0:
 		a.one[0], k = a.tryAcked(ctx, t)
 		rs = a.one[:]
@@ -162,7 +178,7 @@ func (a *Attempt) Try(ctx context.Context) (*family.Grant, family.Miss, error) {
 	if s.one() {
 		if why == nil { // busy
 			m.Queued = rs[0].Val.Outcome == protocol.Reserved
-			if t.Fair && a.r.Waiting {
+			if a.fair() && a.r.Waiting {
 				// Queued: a release hands the lock over and says so; the
 				// next try, at most a third of the ticket's life away,
 				// renews the ticket and finds a lost message.
@@ -186,7 +202,13 @@ func (a *Attempt) grant(tok fence.Token, start time.Time) *family.Grant {
 		b = new(backend)
 	}
 	a.spareUsed = true
-	*b = backend{s: a.s, keys: a.keys, tok: tok, ttl: a.r.TTL, pending: a.r.Pending}
+	keys := a.keys
+	if a.sem != nil {
+		// A permit is a lease on its slot, named for it: its tokens are
+		// the slot's.
+		keys, tok.Key = a.sem.Slot(a.slot), protocol.PermitName(a.r.Name, a.slot)
+	}
+	*b = backend{s: a.s, keys: keys, tok: tok, ttl: a.r.TTL, pending: a.r.Pending}
 	b.grant = family.Grant{Token: tok, Start: start, Backend: b}
 	return &b.grant
 }
@@ -198,6 +220,22 @@ func (a *Attempt) tryOne(ctx context.Context, t protocol.Try) Reply[protocol.Try
 	res, sent, err := transport.Watch(ctx, n.Probe, 0, func(ctx context.Context) (protocol.TryResult, transport.Sent, error) {
 		return transport.Send(ctx, n.Tr, func(ctx context.Context, c transport.Conn) (protocol.TryResult, error) {
 			return protocol.Acquire(ctx, c, a.keys, t)
+		})
+	})
+	return Reply[protocol.TryResult]{Val: res, Err: err, Sent: sent, In: true}
+}
+
+// tryPermit is a try for a permit of the semaphore, on one Redis, as
+// tryOne; the slot it got goes in a.slot.
+func (a *Attempt) tryPermit(ctx context.Context, t protocol.Try) Reply[protocol.TryResult] {
+	n := a.s.cfg.Nodes[0]
+	res, sent, err := transport.Watch(ctx, n.Probe, 0, func(ctx context.Context) (protocol.TryResult, transport.Sent, error) {
+		return transport.Send(ctx, n.Tr, func(ctx context.Context, c transport.Conn) (protocol.TryResult, error) {
+			r, err := protocol.AcquirePermit(ctx, c, *a.sem, t, n.Caps().PubSub)
+			if r.Got() {
+				a.slot = r.Slot
+			}
+			return r.TryResult, err
 		})
 	})
 	return Reply[protocol.TryResult]{Val: res, Err: err, Sent: sent, In: true}

@@ -95,7 +95,7 @@ func (w *waker) Wait(ctx context.Context, d time.Duration, _ family.Miss) (*fami
 // message's Seq: the lock may have been handed to this waiter again since,
 // with a newer token.
 func (a *Attempt) handedOff(ctx context.Context, n *Node, m protocol.Message) *family.Grant {
-	if !m.Handoff || m.Holder != a.holder || lifetime.Ended(ctx) != nil {
+	if !m.Handoff || m.Holder != a.holder || m.Permit != (a.sem != nil) || lifetime.Ended(ctx) != nil {
 		return nil
 	}
 	if a.s.cfg.Replicas > 0 {
@@ -107,11 +107,15 @@ func (a *Attempt) handedOff(ctx context.Context, n *Node, m protocol.Message) *f
 	if !ok {
 		return nil // not a try this Acquire knows: the next try finds out
 	}
+	keys := a.keys
+	if a.sem != nil {
+		a.slot, keys = m.Slot, a.sem.Slot(m.Slot) // the slot handed over
+	}
 	claim := protocol.ClaimTTL(a.r.TTL)
 	if time.Until(start.Add(lifetime.Validity(claim, a.s.cfg.Shared.DriftFactor))) < claim/2 {
 		start, claim = time.Now(), a.r.TTL
 		held, _, err := transport.Send(ctx, n.Tr, func(ctx context.Context, c transport.Conn) (bool, error) {
-			return protocol.Refresh(ctx, c, a.keys, m.Holder, m.Seq, a.r.TTL)
+			return protocol.Refresh(ctx, c, keys, m.Holder, m.Seq, a.r.TTL)
 		})
 		if err != nil || !held || lifetime.Ended(ctx) != nil {
 			return nil // the next try, or the leave, finds out what became of it
