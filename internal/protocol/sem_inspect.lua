@@ -1,5 +1,5 @@
 -- Read a semaphore's state in one atomic step.
--- KEYS as for sem_acquire.lua; ARGV[1] N, ARGV[2] how many of the queue's
+-- KEYS[1] to KEYS[7] and the slots' keys after them as for sem_acquire.lua; ARGV[1] N, ARGV[2] how many of the queue's
 -- first waiters to list.
 -- Returns {permits or false, values, pttls, counters, queue length, ids,
 -- tickets}: per slot its lock's value (false when free), its pttl and its

@@ -64,7 +64,7 @@ func TestHeadersStateTheCall(t *testing.T) {
 // need as parameters; a function that read ARGV would depend on the
 // argument order of every script that includes it.
 func TestSharedFragmentsReadNoArgv(t *testing.T) {
-	for _, f := range []string{"common.lua", "publish.lua", "queue.lua", "handoff.lua"} {
+	for _, f := range []string{"common.lua", "publish.lua", "queue.lua", "handoff.lua", "slot.lua", "permit.lua"} {
 		b, err := os.ReadFile(filepath.Join("..", f))
 		if err != nil {
 			t.Fatal(err)

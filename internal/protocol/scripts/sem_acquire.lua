@@ -6,8 +6,8 @@
 -- Try to take a permit of a semaphore of N: one of its N slots, each a
 -- lock with its own counter (see slot.lua). A free slot goes to the live
 -- head of the semaphore's fair queue.
--- KEYS[1..3] slot 0's lock, counter and ahead (the script works on the
--- slot it picks), KEYS[4] queue, KEYS[5] tickets, KEYS[6] waiting,
+-- KEYS[1], KEYS[2], KEYS[3] slot 0's lock, counter and ahead (the script
+-- works on the slot it picks), KEYS[4] queue, KEYS[5] tickets, KEYS[6] waiting,
 -- KEYS[7] permits, and per slot i from 0: KEYS[8+3i] lock, KEYS[9+3i]
 -- counter, KEYS[10+3i] ahead.
 -- ARGV[1] holder id, ARGV[2] ttl ms, ARGV[3] counter ttl ms ('0':
