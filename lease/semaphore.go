@@ -30,9 +30,11 @@ const MaxPermits = protocol.MaxPermits
 // What the fence does not do: it does not order the N holders' writes
 // among themselves (they are concurrent by design: the storage must allow
 // N writers), and a lost holder's write that comes before its slot's next
-// holder wrote anything is accepted, as with a lock. Do not give a lock a
-// name of the form NAME#i: it would share the verifier's high-water with
-// the semaphore's slot.
+// holder wrote anything is accepted, as with a lock. A permit's name is
+// also a lock name for the slot: [Client.Inspect] and [Client.Advance] of
+// NAME#i read and lift slot i (so does the command's inspect, advance and
+// repair-counter), and a lease of lock NAME#i holds that slot, in the
+// semaphore's queue.
 //
 // # Waiting
 //

@@ -253,3 +253,62 @@ func TestSemaphoreRefused(t *testing.T) {
 	_, err = ra.Semaphore("x", 2)
 	assert.ErrorIs(t, err, lease.ErrInvalid)
 }
+
+// TestSemaphorePermitNameIsALock: the tools that take a lock name reach a
+// permit's slot by its name: Inspect shows the holder, Advance lifts the
+// slot's counter, so the slot's next token is above it.
+func TestSemaphorePermitNameIsALock(t *testing.T) {
+	c := newClient(t)
+	ctx := t.Context()
+	n := name(t)
+	s, err := c.Semaphore(n, 2)
+	require.NoError(t, err)
+	l, err := s.TryAcquire(ctx, time.Minute)
+	require.NoError(t, err)
+	info, err := c.Inspect(ctx, l.Name())
+	require.NoError(t, err)
+	assert.Equal(t, l.Token(), info.Token)
+	floor := l.Token().Seq + 1000
+	_, err = c.Advance(ctx, l.Name(), floor)
+	require.NoError(t, err)
+	require.NoError(t, l.Release(ctx))
+	l2, err := s.TryAcquire(ctx, time.Minute)
+	require.NoError(t, err)
+	assert.Equal(t, l.Name(), l2.Name())
+	assert.Greater(t, l2.Token().Seq, floor)
+	require.NoError(t, l2.Release(ctx))
+}
+
+// TestSemaphoreCluster: permits and handoff on a 3-master Redis Cluster
+// (every key in the name's slot, the channel sharded).
+func TestSemaphoreCluster(t *testing.T) {
+	cl := testenv.NewCluster(t, 3)
+	rdb := cl.Client()
+	t.Cleanup(func() { rdb.Close() })
+	c, err := lease.New(rdb)
+	require.NoError(t, err)
+	ctx := t.Context()
+	for i := range 4 { // names on every master
+		n := fmt.Sprintf("sem-cluster-%d", i)
+		s, err := c.Semaphore(n, 2)
+		require.NoError(t, err)
+		a, err := s.TryAcquire(ctx, time.Minute)
+		require.NoError(t, err)
+		b, err := s.TryAcquire(ctx, time.Minute)
+		require.NoError(t, err)
+		got := make(chan *lease.Lease, 1)
+		go func() {
+			l, err := s.Acquire(ctx, time.Minute)
+			assert.NoError(t, err)
+			got <- l
+		}()
+		waitSemQueued(t, rdb, n, 1)
+		require.NoError(t, b.Release(ctx))
+		w := <-got
+		require.NotNil(t, w)
+		assert.Equal(t, b.Name(), w.Name())
+		assert.Greater(t, w.Token().Seq, b.Token().Seq)
+		require.NoError(t, w.Release(ctx))
+		require.NoError(t, a.Release(ctx))
+	}
+}

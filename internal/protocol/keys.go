@@ -34,6 +34,11 @@ type permitOf struct {
 // KeysFor returns the keys of lock name under prefix. The name must have
 // passed fence.ValidateKey (no braces).
 //
+// A name of the form NAME#i ([ParsePermitName]) is slot i of the
+// semaphore NAME, and has its keys ([Semaphore.Slot]): a lock name is one
+// set of keys and one counter, so that a verifier's high-water for the
+// name, Inspect, Advance and the command's tools all reach the slot.
+//
 // The keys are slices of one string, built with one allocation instead of
 // seven: Lock is the start of Counter. A second one holds what the lock's
 // script calls repeat (their KEYS lists, the boxed holder id, channel and
@@ -47,6 +52,9 @@ func KeysFor(prefix, name string) Keys {
 		aheadSfx   = ":ahead"
 		waitingSfx = ":waiting"
 	)
+	if sem, i, ok := ParsePermitName(name); ok {
+		return slotKeys(prefix+"{"+sem+"}#", i)
+	}
 	n := len(prefix) + len(name) + 2 // PREFIX{NAME}
 	var b strings.Builder
 	b.Grow(6*n + len(fenceSfx) + len(queueSfx) + len(ticketsSfx) + len(releaseSfx) + len(aheadSfx) + len(waitingSfx))

@@ -61,18 +61,23 @@ func (s Semaphore) Slot(i int) Keys {
 	if i < len(s.slots) && s.slots[i].Lock != "" {
 		return s.slots[i]
 	}
-	k := Keys{Queue: s.base + "queue", Tickets: s.base + "tickets", Waiting: s.base + "waiting", Channel: s.base + "release"}
-	k.Lock = s.base + strconv.Itoa(i)
+	return slotKeys(s.base, i)
+}
+
+// slotKeys are the keys of slot i of the semaphore whose keys start with
+// base, PREFIX{NAME}#.
+func slotKeys(base string, i int) Keys {
+	k := Keys{Queue: base + "queue", Tickets: base + "tickets", Waiting: base + "waiting", Channel: base + "release"}
+	k.Lock = base + strconv.Itoa(i)
 	k.Counter, k.Ahead = k.Lock+":fence", k.Lock+":ahead"
-	k.permit = permitOf{permits: s.Permits, slot: i}
+	k.permit = permitOf{permits: base + "permits", slot: i}
 	k.cache = newLockArgs(k)
 	return k
 }
 
 // PermitName is the name of slot i's permits of the semaphore name: the
 // Key of their tokens, "NAME#i", so that a verifier keeps a high-water per
-// slot. A lock given such a name would share the verifier's high-water
-// with the slot.
+// slot. A lock of that name is the slot (KeysFor).
 func PermitName(name string, i int) string { return name + "#" + strconv.Itoa(i) }
 
 // ParsePermitName reads a permit's name: the semaphore's name and the

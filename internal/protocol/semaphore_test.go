@@ -174,3 +174,29 @@ func holderOf(t testing.TB, k protocol.Keys) string {
 }
 
 func itoa(n uint64) string { return strconv.FormatUint(n, 10) }
+
+// TestPermitNameIsTheSlot: the keys of lock NAME#i are slot i's, so that a
+// permit's name reaches its slot from every tool that takes a lock name.
+func TestPermitNameIsTheSlot(t *testing.T) {
+	s := protocol.SemaphoreFor("p:", "jobs", 3)
+	k := protocol.KeysFor("p:", "jobs#2")
+	require.Equal(t, s.Slot(2).Lock, k.Lock)
+	require.Equal(t, "p:{jobs}#2", k.Lock)
+	require.Equal(t, "p:{jobs}#2:fence", k.Counter)
+	require.Equal(t, "p:{jobs}#queue", k.Queue)
+	require.Equal(t, "p:{jobs}#release", k.Channel)
+	// Not a permit's name: a lock's own keys.
+	for _, n := range []string{"jobs#64", "jobs#02", "jobs#", "#1"} {
+		require.Equal(t, "p:{"+n+"}", protocol.KeysFor("p:", n).Lock, n)
+	}
+	// Inspect of the slot's name as a lock shows its holder and the queue.
+	sem := semFor(t, 2)
+	require.Equal(t, protocol.Acquired, permitTry(t, sem, "a", 0).Outcome)
+	require.Equal(t, protocol.Acquired, permitTry(t, sem, "b", 0).Outcome)
+	require.Equal(t, protocol.Held, permitTry(t, sem, "c", protocol.NewAttempt()).Outcome)
+	st, err := protocol.Inspect(t.Context(), rdb, sem.Slot(1))
+	require.NoError(t, err)
+	require.Equal(t, "b", st.Holder)
+	require.Equal(t, 1, st.Queued)
+	require.Equal(t, "c", st.Head)
+}
