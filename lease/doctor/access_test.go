@@ -169,6 +169,12 @@ func TestPoisonedCounter(t *testing.T) {
 	assert.NotContains(t, f.Finding, "ahead")
 	assert.Contains(t, f.Fix, "repair-counter")
 
+	// A semaphore slot's counter is named by the permit's name, which
+	// repair-counter takes.
+	require.NoError(t, rdb.Set(ctx, "fencelock:{pool}#2:fence", uint64(1)<<53-3, 0).Err())
+	fs = check(t, rdb, doctor.WithReplicas(false))
+	assert.Contains(t, one(t, fs, doctor.CheckCounters, doctor.Danger).Finding, "pool#2 (9007199254740989)")
+
 	fs = check(t, rdb, doctor.WithReplicas(false), doctor.WithPrefix("other:"))
 	assert.Contains(t, one(t, fs, doctor.CheckCounters, doctor.Danger).Finding, "x (9007199254740990)")
 }

@@ -27,8 +27,8 @@ type poisonedCounter struct {
 	seq  uint64
 }
 
-// counterFindings scans the server's lock counters (PREFIX{NAME}:fence)
-// for poisoned ones: more than protocol.MaxAhead above the server's
+// counterFindings scans the server's lock counters (PREFIX{NAME}:fence,
+// and a semaphore slot's, PREFIX{NAME}#i:fence) for poisoned ones: more than protocol.MaxAhead above the server's
 // clock, which no counter that follows the clock reaches.
 func counterFindings(ctx context.Context, n *redis.Client, cfg *config) ([]Finding, error) {
 	now, err := n.Time(ctx).Result()
@@ -36,7 +36,7 @@ func counterFindings(ctx context.Context, n *redis.Client, cfg *config) ([]Findi
 		return nil, refused(CheckCounters, "TIME", fmt.Errorf("TIME: %w", err))
 	}
 	limit := protocol.CounterLimit(now)
-	match := globEscape(cfg.prefix) + "{*}:fence"
+	match := globEscape(cfg.prefix) + "{*:fence"
 	var (
 		cursor   uint64
 		seen     int
@@ -110,9 +110,11 @@ func counterFindings(ctx context.Context, n *redis.Client, cfg *config) ([]Findi
 			"reset-highwater NAME RESOURCE for each resource whose high-water is above the new counter."}}, nil
 }
 
-// lockName returns the lock name in counter key k.
+// lockName returns the lock name in counter key k: NAME for
+// PREFIX{NAME}:fence, and a semaphore slot's name NAME#i for
+// PREFIX{NAME}#i:fence (names have no braces).
 func lockName(k, prefix string) string {
-	return strings.TrimSuffix(strings.TrimPrefix(strings.TrimPrefix(k, prefix), "{"), "}:fence")
+	return strings.Replace(strings.TrimSuffix(strings.TrimPrefix(strings.TrimPrefix(k, prefix), "{"), ":fence"), "}", "", 1)
 }
 
 // globEscape escapes the glob characters of SCAN MATCH in s.
