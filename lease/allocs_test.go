@@ -6,6 +6,8 @@ import (
 	"runtime/debug"
 	"testing"
 	"time"
+
+	"github.com/fencelock/fencelock/lease"
 )
 
 // maxAllocs bounds the allocations of one uncontended TryAcquire+Release
@@ -59,4 +61,39 @@ func raceBuild() bool {
 		}
 	}
 	return false
+}
+
+// maxPermitAllocs bounds the allocations of one uncontended TryAcquire+
+// Release of a semaphore's permit, whatever N: the semaphore's keys are
+// built once, and its scripts make the slots' key names (a call names 7
+// keys, not 3 per slot). It measured 43 (170 for N = 10 before both).
+const maxPermitAllocs = 45
+
+// TestUncontendedPermitAllocs: a permit costs as few allocations with 64
+// permits as with one.
+func TestUncontendedPermitAllocs(t *testing.T) {
+	if raceBuild() {
+		t.Skip("the race detector allocates on its own")
+	}
+	c := newClient(t)
+	ctx := context.Background()
+	for _, permits := range []int{1, lease.MaxPermits} {
+		s, err := c.Semaphore(fmt.Sprintf("%s/%d", name(t), permits), permits)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := testing.AllocsPerRun(200, func() {
+			l, err := s.TryAcquire(ctx, time.Minute)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := l.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+		})
+		t.Logf("%d permits: %.0f allocations per acquire+release", permits, n)
+		if n > maxPermitAllocs {
+			t.Errorf("%d permits: %.0f allocations per acquire+release, want at most %d", permits, n, maxPermitAllocs)
+		}
+	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/fencelock/fencelock/internal/family"
 	"github.com/fencelock/fencelock/internal/isnil"
 	"github.com/fencelock/fencelock/internal/lifetime"
+	"github.com/fencelock/fencelock/internal/protocol"
 	"github.com/fencelock/fencelock/internal/quorum"
 	"github.com/fencelock/fencelock/internal/transport"
 	"github.com/fencelock/fencelock/observe"
@@ -107,15 +108,15 @@ func (c *Client) Close(ctx context.Context) error {
 // it, the error wraps ErrNotAcquired: on one Redis it is a *HeldError
 // telling for how much longer; on a quorum it joins the nodes' errors.
 func (c *Client) TryAcquire(ctx context.Context, name string, ttl time.Duration, opts ...AcquireOption) (*Lease, error) {
-	return c.tryAcquire(ctx, name, 0, ttl, opts)
+	return c.tryAcquire(ctx, name, nil, ttl, opts)
 }
 
-// tryAcquire is TryAcquire of a lock, or of a permit of the semaphore name
-// of permits (not 0).
-func (c *Client) tryAcquire(ctx context.Context, name string, permits int, ttl time.Duration, opts []AcquireOption) (*Lease, error) {
+// tryAcquire is TryAcquire of a lock, or of a permit of the semaphore sem
+// (not nil) on name.
+func (c *Client) tryAcquire(ctx context.Context, name string, sem *protocol.Semaphore, ttl time.Duration, opts []AcquireOption) (*Lease, error) {
 	var p emit.Progress
 	return emit.Observed(c.hooks(), c.kind(), ctx, name, ttl, false, ErrNotAcquired, &p, func(ctx context.Context) (*Lease, error) {
-		a, ac, err := c.begin(ctx, name, permits, ttl, false, opts)
+		a, ac, err := c.begin(ctx, name, sem, ttl, false, opts)
 		if err != nil {
 			return nil, err
 		}
@@ -133,7 +134,7 @@ func (c *Client) tryAcquire(ctx context.Context, name string, permits int, ttl t
 			case err != nil:
 				return nil, err
 			}
-			return nil, &HeldError{Name: name, Remaining: m.Remaining, Queued: m.Queued, Permits: permits}
+			return nil, &HeldError{Name: name, Remaining: m.Remaining, Queued: m.Queued, Permits: permits(sem)}
 		}
 	})
 }
@@ -154,15 +155,15 @@ func (c *Client) tryAcquire(ctx context.Context, name string, permits int, ttl t
 // returned as soon as the Redis client reports it; on a quorum, nodes that
 // only time out are retried, for at most a ttl.
 func (c *Client) Acquire(ctx context.Context, name string, ttl time.Duration, opts ...AcquireOption) (*Lease, error) {
-	return c.acquire(ctx, name, 0, ttl, opts)
+	return c.acquire(ctx, name, nil, ttl, opts)
 }
 
-// acquire is Acquire of a lock, or of a permit of the semaphore name of
-// permits (not 0).
-func (c *Client) acquire(ctx context.Context, name string, permits int, ttl time.Duration, opts []AcquireOption) (*Lease, error) {
+// acquire is Acquire of a lock, or of a permit of the semaphore sem (not
+// nil) on name.
+func (c *Client) acquire(ctx context.Context, name string, sem *protocol.Semaphore, ttl time.Duration, opts []AcquireOption) (*Lease, error) {
 	var p emit.Progress
 	return emit.Observed(c.hooks(), c.kind(), ctx, name, ttl, true, ErrNotAcquired, &p, func(ctx context.Context) (*Lease, error) {
-		a, ac, err := c.begin(ctx, name, permits, ttl, true, opts)
+		a, ac, err := c.begin(ctx, name, sem, ttl, true, opts)
 		if err != nil {
 			return nil, err
 		}
@@ -247,7 +248,7 @@ func (c *Client) wait(ctx context.Context, a family.Attempt, name string, ttl, k
 }
 
 // begin validates an acquisition before any I/O and starts it.
-func (c *Client) begin(ctx context.Context, name string, permits int, ttl time.Duration, waiting bool, opts []AcquireOption) (family.Attempt, family.Acquire, error) {
+func (c *Client) begin(ctx context.Context, name string, sem *protocol.Semaphore, ttl time.Duration, waiting bool, opts []AcquireOption) (family.Attempt, family.Acquire, error) {
 	switch {
 	case c == nil || c.s == nil:
 		return nil, family.Acquire{}, invalid("nil client")
@@ -274,7 +275,7 @@ func (c *Client) begin(ctx context.Context, name string, permits int, ttl time.D
 		}
 	}
 	return c.s.Begin(family.Request{Name: name, TTL: ttl, Holder: ac.Holder, Waiting: waiting, Pending: &c.pending,
-		Permits: permits}), ac, nil
+		Semaphore: sem}), ac, nil
 }
 
 // newLease starts the lifetime of what a try obtained.
@@ -289,6 +290,14 @@ func (c *Client) newLease(g *family.Grant, ttl, keepAlive time.Duration) *Lease 
 		l.life.Begin(g.Backend, g.Token, g.Start, ttl, cfg)
 	}
 	return l
+}
+
+// permits is sem's N; 0 for a lock (nil).
+func permits(sem *protocol.Semaphore) int {
+	if sem == nil {
+		return 0
+	}
+	return sem.N
 }
 
 // hooks returns the client's hooks; nil for a nil client.

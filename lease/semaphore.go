@@ -70,6 +70,7 @@ type Semaphore struct {
 	c    *Client
 	name string
 	n    int
+	keys protocol.Semaphore // built once: every call uses them
 }
 
 // Semaphore returns the semaphore of permits (1..[MaxPermits]) permits on
@@ -97,7 +98,7 @@ func (c *Client) Semaphore(name string, permits int) (*Semaphore, error) {
 	case c.cfg.OneRedis.Replicas > 0:
 		return nil, invalid("semaphore %q: not with WithReplicaAck", name)
 	}
-	return &Semaphore{c: c, name: name, n: permits}, nil
+	return &Semaphore{c: c, name: name, n: permits, keys: c.cfg.Semaphore(name, permits)}, nil
 }
 
 // PermitName is the name of a semaphore's slot: the Name of the leases that
@@ -125,7 +126,7 @@ func (s *Semaphore) TryAcquire(ctx context.Context, ttl time.Duration, opts ...A
 	if s == nil {
 		return nil, invalid("nil semaphore")
 	}
-	return s.c.tryAcquire(ctx, s.name, s.n, ttl, opts)
+	return s.c.tryAcquire(ctx, s.name, &s.keys, ttl, opts)
 }
 
 // Acquire takes a permit for ttl, waiting in the semaphore's queue while
@@ -138,7 +139,7 @@ func (s *Semaphore) Acquire(ctx context.Context, ttl time.Duration, opts ...Acqu
 	if s == nil {
 		return nil, invalid("nil semaphore")
 	}
-	return s.c.acquire(ctx, s.name, s.n, ttl, opts)
+	return s.c.acquire(ctx, s.name, &s.keys, ttl, opts)
 }
 
 // SemaphoreInfo is a semaphore's state at one instant.
@@ -173,7 +174,7 @@ func (s *Semaphore) Inspect(ctx context.Context) (SemaphoreInfo, error) {
 	if err := s.c.usable(ctx, s.name); err != nil {
 		return SemaphoreInfo{}, err
 	}
-	st, err := s.c.s.(*quorum.Strategy).InspectSemaphore(ctx, s.name, s.n)
+	st, err := s.c.s.(*quorum.Strategy).InspectSemaphore(ctx, &s.keys)
 	if err != nil {
 		return SemaphoreInfo{}, fmt.Errorf("lease: inspect semaphore %q: %w", s.name, err)
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/fencelock/fencelock/fence"
 	"github.com/fencelock/fencelock/internal/lifetime"
+	"github.com/fencelock/fencelock/internal/protocol"
 	"github.com/fencelock/fencelock/observe"
 )
 
@@ -37,9 +38,10 @@ type Request struct {
 	Waiting bool
 	// Pending counts the kind's background cleanups; Close waits for them.
 	Pending *lifetime.Pending
-	// Permits, when not 0, makes Name a semaphore of that many permits
-	// (one Redis only): a try takes one of its slots, always fairly.
-	Permits int
+	// Semaphore, when set, makes Name a semaphore of Semaphore.N permits
+	// (one Redis only): a try takes one of its slots, always fairly. Its
+	// keys are built once per semaphore, not per acquisition.
+	Semaphore *protocol.Semaphore
 }
 
 // Grant is the lock a try obtained.

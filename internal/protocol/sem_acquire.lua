@@ -2,9 +2,8 @@
 -- lock with its own counter (see slot.lua). A free slot goes to the live
 -- head of the semaphore's fair queue.
 -- KEYS[1], KEYS[2], KEYS[3] slot 0's lock, counter and ahead (the script
--- works on the slot it picks), KEYS[4] queue, KEYS[5] tickets, KEYS[6] waiting,
--- KEYS[7] permits, and per slot i from 0: KEYS[8+3i] lock, KEYS[9+3i]
--- counter, KEYS[10+3i] ahead.
+-- works on the slot it picks: see slot.lua), KEYS[4] queue, KEYS[5]
+-- tickets, KEYS[6] waiting, KEYS[7] permits.
 -- ARGV[1] holder id, ARGV[2] ttl ms, ARGV[3] counter ttl ms ('0':
 -- forever), ARGV[4] '1' to lift the counter to the clock first, ARGV[5]
 -- ticket ttl ms, ARGV[6] this try's attempt id, '' to try without
@@ -28,7 +27,7 @@
 local n = tonumber(ARGV[7])
 local ks = {KEYS[6], KEYS[7]}
 for i = 0, n - 1 do
-  ks[i + 3] = KEYS[8 + 3 * i]
+  ks[i + 3] = slot_lock(i)
 end
 local lv = redis.call('MGET', unpack(ks))
 if lv[2] ~= ARGV[7] then

@@ -13,7 +13,7 @@ if not free then
   end
   local soon = -1
   for i = 0, n - 1 do
-    local p = redis.call('PTTL', KEYS[8 + 3 * i])
+    local p = redis.call('PTTL', slot_lock(i))
     if p >= 0 and (soon < 0 or p < soon) then
       soon = p
     end

@@ -1,5 +1,5 @@
 -- Read a semaphore's state in one atomic step.
--- KEYS[1] to KEYS[7] and the slots' keys after them as for sem_acquire.lua; ARGV[1] N, ARGV[2] how many of the queue's
+-- KEYS[1] to KEYS[7] as for sem_acquire.lua; ARGV[1] N, ARGV[2] how many of the queue's
 -- first waiters to list.
 -- Returns {permits or false, values, pttls, counters, queue length, ids,
 -- tickets}: per slot its lock's value (false when free), its pttl and its
@@ -7,10 +7,12 @@
 -- their tickets (false when missing).
 local n = tonumber(ARGV[1])
 local vals, pttls, ctrs = {}, {}, {}
+local base = string.sub(KEYS[7], 1, -8) -- PREFIX{NAME}#, as in slot.lua
 for i = 0, n - 1 do
-  vals[i + 1] = redis.call('GET', KEYS[8 + 3 * i])
-  pttls[i + 1] = redis.call('PTTL', KEYS[8 + 3 * i])
-  ctrs[i + 1] = redis.call('GET', KEYS[9 + 3 * i])
+  local k = base .. i
+  vals[i + 1] = redis.call('GET', k)
+  pttls[i + 1] = redis.call('PTTL', k)
+  ctrs[i + 1] = redis.call('GET', k .. ':fence')
 end
 local ids = redis.call('ZRANGE', KEYS[4], 0, tonumber(ARGV[2]) - 1)
 local ts = {}

@@ -1,7 +1,7 @@
 -- A semaphore's waiter gives up: drop its ticket and, when ARGV[6] is '1'
 -- and a slot was handed to it meanwhile (or a try whose reply was lost
 -- took one), let that slot go as a release does (permit.lua's pass_slot).
--- KEYS[1] to KEYS[7] and the slots' keys after them as for sem_acquire.lua.
+-- KEYS[1] to KEYS[7] as for sem_acquire.lua.
 -- ARGV[1] holder id, ARGV[2] channel, ARGV[3] counter ttl ms, ARGV[4] '1'
 -- to lift the counter to the clock, ARGV[5] '1' for SPUBLISH, ARGV[6] pass
 -- on, ARGV[7] N.
@@ -13,7 +13,7 @@ end
 local n = tonumber(ARGV[7])
 local ks = {KEYS[7]}
 for i = 0, n - 1 do
-  ks[i + 2] = KEYS[8 + 3 * i]
+  ks[i + 2] = slot_lock(i)
 end
 local lv = redis.call('MGET', unpack(ks))
 for i = 0, n - 1 do

@@ -12,9 +12,8 @@ import (
 )
 
 // MaxPermits is the most permits a semaphore may have. Each of its calls
-// reads every slot and names every slot's keys (3 per slot), so that a
-// call's work and size grow with N: 64 keeps a call to a few hundred
-// microseconds of the server.
+// reads every slot, so that a call's work grows with N: 64 keeps a call
+// to a few hundred microseconds of the server.
 const MaxPermits = 64
 
 // Semaphore are the keys of a semaphore of N permits on a name: N slots,
@@ -32,7 +31,7 @@ type Semaphore struct {
 	Permits string // PREFIX{NAME}#permits
 	N       int
 	slots   []Keys
-	all     []string // the KEYS of sem_acquire, sem_leave and sem_inspect
+	all     []string // the KEYS of sem_acquire, sem_leave and sem_inspect (slot.lua makes the slots')
 	base    string   // PREFIX{NAME}#
 }
 
@@ -42,15 +41,12 @@ type Semaphore struct {
 func SemaphoreFor(prefix, name string, n int) Semaphore {
 	base := prefix + "{" + name + "}#"
 	s := Semaphore{Permits: base + "permits", N: n, slots: make([]Keys, n), base: base}
-	s.all = make([]string, 7, 7+3*n)
 	for i := range n {
-		k := s.Slot(i)
-		s.slots[i] = k
-		s.all = append(s.all, k.Lock, k.Counter, k.Ahead)
+		s.slots[i] = s.Slot(i)
 	}
 	s.Keys = s.slots[0]
 	s.Keys.permit, s.Keys.cache = permitOf{}, nil
-	copy(s.all, []string{s.Keys.Lock, s.Keys.Counter, s.Keys.Ahead, s.Keys.Queue, s.Keys.Tickets, s.Keys.Waiting, s.Permits})
+	s.all = []string{s.Keys.Lock, s.Keys.Counter, s.Keys.Ahead, s.Keys.Queue, s.Keys.Tickets, s.Keys.Waiting, s.Permits}
 	return s
 }
 

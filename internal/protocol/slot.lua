@@ -1,12 +1,26 @@
 -- A semaphore's slots, after common.lua in the scripts that pick a slot.
--- A semaphore of N permits is N slots, each a lock with its own counter:
--- slot i (from 0) is KEYS[8+3i] lock, KEYS[9+3i] counter and KEYS[10+3i]
--- ahead. They share one fair queue (KEYS[4] queue, KEYS[5] tickets,
--- KEYS[6] waiting) and one channel; KEYS[7], permits, holds the N of the
--- last try, which a release reads (see permit.lua's pass_slot).
+-- A semaphore of N permits is N slots, each a lock with its own counter,
+-- sharing one fair queue (KEYS[4] queue, KEYS[5] tickets, KEYS[6]
+-- waiting) and one channel; KEYS[7], permits (PREFIX{NAME}#permits), holds
+-- the N of the last try, which a release reads (see permit.lua's
+-- pass_slot). Slot i (from 0) is the lock PREFIX{NAME}#i, with its counter
+-- and ahead key after it (:fence, :ahead).
+--
+-- The slots' keys are made here from the permits key's name instead of
+-- being passed in KEYS: a call then names 7 keys whatever N is (each key
+-- passed costs the client allocations and the call bytes). They share the
+-- name's hash tag, so a Redis Cluster routes the call to their slot, where
+-- a script may use them.
+local SLOTS = string.sub(KEYS[7], 1, -8) -- PREFIX{NAME}#: the key less 'permits'
+
+-- slot_lock is slot i's lock key.
+local function slot_lock(i)
+  return SLOTS .. i
+end
 
 -- at_slot points LOCK, COUNTER and AHEAD (common.lua) at slot i, so that
 -- the lock's functions work on it.
 local function at_slot(i)
-  LOCK, COUNTER, AHEAD = KEYS[8 + 3 * i], KEYS[9 + 3 * i], KEYS[10 + 3 * i]
+  LOCK = SLOTS .. i
+  COUNTER, AHEAD = LOCK .. ':fence', LOCK .. ':ahead'
 end

@@ -234,11 +234,10 @@ var _ family.Strategy = (*Strategy)(nil)
 // masters.
 func (s *Strategy) OneRedis() bool { return s.one() }
 
-// InspectSemaphore reads the semaphore name of n permits, on one Redis.
-func (s *Strategy) InspectSemaphore(ctx context.Context, name string, n int) (protocol.SemaphoreState, error) {
-	sem := s.cfg.Shared.Semaphore(name, n)
+// InspectSemaphore reads the semaphore sem, on one Redis.
+func (s *Strategy) InspectSemaphore(ctx context.Context, sem *protocol.Semaphore) (protocol.SemaphoreState, error) {
 	r := inline(ctx, s, s.cfg.Nodes[0], 0, func(ctx context.Context, _ *Node, c transport.Conn) (protocol.SemaphoreState, error) {
-		return protocol.InspectSemaphore(ctx, c, sem)
+		return protocol.InspectSemaphore(ctx, c, *sem)
 	})
 	return r.Val, r.Err
 }

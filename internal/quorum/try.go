@@ -48,9 +48,8 @@ type Attempt struct {
 
 // Begin starts an acquisition.
 func (s *Strategy) Begin(r family.Request) family.Attempt {
-	if r.Permits > 0 {
-		sem := s.cfg.Shared.Semaphore(r.Name, r.Permits)
-		return &Attempt{s: s, r: r, keys: sem.Keys, renew: true, sem: &sem}
+	if r.Semaphore != nil {
+		return &Attempt{s: s, r: r, keys: r.Semaphore.Keys, renew: true, sem: r.Semaphore}
 	}
 	return &Attempt{s: s, r: r, keys: s.cfg.Shared.Keys(r.Name), renew: true}
 }

@@ -7,9 +7,8 @@
 -- lock with its own counter (see slot.lua). A free slot goes to the live
 -- head of the semaphore's fair queue.
 -- KEYS[1], KEYS[2], KEYS[3] slot 0's lock, counter and ahead (the script
--- works on the slot it picks), KEYS[4] queue, KEYS[5] tickets, KEYS[6] waiting,
--- KEYS[7] permits, and per slot i from 0: KEYS[8+3i] lock, KEYS[9+3i]
--- counter, KEYS[10+3i] ahead.
+-- works on the slot it picks: see slot.lua), KEYS[4] queue, KEYS[5]
+-- tickets, KEYS[6] waiting, KEYS[7] permits.
 -- ARGV[1] holder id, ARGV[2] ttl ms, ARGV[3] counter ttl ms ('0':
 -- forever), ARGV[4] '1' to lift the counter to the clock first, ARGV[5]
 -- ticket ttl ms, ARGV[6] this try's attempt id, '' to try without
@@ -173,16 +172,30 @@ end
 
 -- ---- slot.lua ----
 -- A semaphore's slots, after common.lua in the scripts that pick a slot.
--- A semaphore of N permits is N slots, each a lock with its own counter:
--- slot i (from 0) is KEYS[8+3i] lock, KEYS[9+3i] counter and KEYS[10+3i]
--- ahead. They share one fair queue (KEYS[4] queue, KEYS[5] tickets,
--- KEYS[6] waiting) and one channel; KEYS[7], permits, holds the N of the
--- last try, which a release reads (see permit.lua's pass_slot).
+-- A semaphore of N permits is N slots, each a lock with its own counter,
+-- sharing one fair queue (KEYS[4] queue, KEYS[5] tickets, KEYS[6]
+-- waiting) and one channel; KEYS[7], permits (PREFIX{NAME}#permits), holds
+-- the N of the last try, which a release reads (see permit.lua's
+-- pass_slot). Slot i (from 0) is the lock PREFIX{NAME}#i, with its counter
+-- and ahead key after it (:fence, :ahead).
+--
+-- The slots' keys are made here from the permits key's name instead of
+-- being passed in KEYS: a call then names 7 keys whatever N is (each key
+-- passed costs the client allocations and the call bytes). They share the
+-- name's hash tag, so a Redis Cluster routes the call to their slot, where
+-- a script may use them.
+local SLOTS = string.sub(KEYS[7], 1, -8) -- PREFIX{NAME}#: the key less 'permits'
+
+-- slot_lock is slot i's lock key.
+local function slot_lock(i)
+  return SLOTS .. i
+end
 
 -- at_slot points LOCK, COUNTER and AHEAD (common.lua) at slot i, so that
 -- the lock's functions work on it.
 local function at_slot(i)
-  LOCK, COUNTER, AHEAD = KEYS[8 + 3 * i], KEYS[9 + 3 * i], KEYS[10 + 3 * i]
+  LOCK = SLOTS .. i
+  COUNTER, AHEAD = LOCK .. ':fence', LOCK .. ':ahead'
 end
 
 -- ---- sem_acquire.lua ----
@@ -193,7 +206,7 @@ end
 local n = tonumber(ARGV[7])
 local ks = {KEYS[6], KEYS[7]}
 for i = 0, n - 1 do
-  ks[i + 3] = KEYS[8 + 3 * i]
+  ks[i + 3] = slot_lock(i)
 end
 local lv = redis.call('MGET', unpack(ks))
 if lv[2] ~= ARGV[7] then
@@ -448,7 +461,7 @@ if not free then
   end
   local soon = -1
   for i = 0, n - 1 do
-    local p = redis.call('PTTL', KEYS[8 + 3 * i])
+    local p = redis.call('PTTL', slot_lock(i))
     if p >= 0 and (soon < 0 or p < soon) then
       soon = p
     end
