@@ -76,3 +76,36 @@ func commandCalls(t *testing.T, c *redis.Client) map[string]int {
 	}
 	return calls
 }
+
+// TestUncontendedPermitCommands pins a semaphore's uncontended acquire
+// and release: one MGET reads the waiting and permits keys and every
+// slot, a second the chosen slot's counter and ahead key, then the lock
+// and counter are set; the release is the fair lock's. 9 commands,
+// whatever N.
+func TestUncontendedPermitCommands(t *testing.T) {
+	own := testenv.NewRedis(t).Client()
+	t.Cleanup(func() { own.Close() })
+	ctx := t.Context()
+	for _, n := range []int{1, protocol.MaxPermits} {
+		s := semFor(t, n)
+		try := protocol.Try{Holder: "h1", TTL: time.Minute, Counter: counter}
+		rel := protocol.Release{Holder: "h1", Counter: counter, PubSub: protocol.PubSubClassic}
+		for i := range 2 { // the first loads the scripts, writes N and creates the counter
+			require.NoError(t, own.ConfigResetStat(ctx).Err())
+			res, err := protocol.AcquirePermit(ctx, own, s, try, protocol.PubSubClassic)
+			require.NoError(t, err)
+			require.Equal(t, protocol.Acquired, res.Outcome)
+			require.Equal(t, 0, res.Slot)
+			if i == 1 {
+				require.Equal(t, map[string]int{"evalsha": 1, "mget": 2, "set": 2}, commandCalls(t, own), "%d permits: acquire", n)
+			}
+			require.NoError(t, own.ConfigResetStat(ctx).Err())
+			ok, err := protocol.Unlock(ctx, own, s.Slot(res.Slot), rel)
+			require.NoError(t, err)
+			require.True(t, ok)
+			if i == 1 {
+				require.Equal(t, map[string]int{"evalsha": 1, "mget": 1, "del": 1}, commandCalls(t, own), "%d permits: release", n)
+			}
+		}
+	}
+}
