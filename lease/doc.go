@@ -29,6 +29,11 @@
 // (and cancels [Lease.Context]) when it passes, when a refresh finds the
 // lock gone, or on release; [WithKeepAlive] refreshes it in the background.
 //
+// [Client.Semaphore] lets N holders of one name in at once (one Redis
+// only): each permit is a [Lease] on a slot of its own, named NAME#i
+// ([PermitName]), with that slot's tokens, so a verifier fences each slot
+// as it fences a lock. What it protects and its limits: [Semaphore].
+//
 // fencelock leaves the go-redis clients it is given alone: no hook, no
 // wrapper, no process-wide state; every command goes through the client's
 // own methods, so the client's hooks and wrappers see them.

@@ -42,7 +42,19 @@ func TestMain(m *testing.M) {
 		stop()
 		os.Exit(1)
 	}
+	// ExampleSemaphore writes to PostgreSQL: DATABASE_URL, or one started here.
+	ctx, cancel = context.WithTimeout(context.Background(), 2*time.Minute)
+	dsn, stopPG, err := testenv.PostgresOrStart(ctx)
+	cancel()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "lease tests:", err)
+		stopTLS()
+		stop()
+		os.Exit(1)
+	}
+	os.Setenv("DATABASE_URL", dsn)
 	code := m.Run()
+	stopPG()
 	stopTLS()
 	stop()
 	os.Exit(code)
