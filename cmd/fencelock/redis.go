@@ -150,9 +150,10 @@ func retries(node bool, maxRetries, dialerRetries int) (int, int) {
 // backend is the lock service: one Redis deployment (lease) or Redlock over
 // several (lease/redlock).
 type backend interface {
-	// acquire takes the lock with keep-alive: once (TryAcquire) or waiting
-	// until ctx ends (Acquire).
-	acquire(ctx context.Context, name string, ttl time.Duration, wait bool) (*lease.Lease, error)
+	// acquire takes the lock with keep-alive, or with n > 0 a permit of
+	// semaphore name of n permits: once (TryAcquire) or waiting until ctx
+	// ends (Acquire).
+	acquire(ctx context.Context, name string, n permits, ttl time.Duration, wait bool) (*lease.Lease, error)
 	// inspect returns the lock's state; with Redlock, a partial view and an
 	// error when too few nodes answered.
 	inspect(ctx context.Context, name string) (view, error)
@@ -269,6 +270,17 @@ func classicNumSub(ctx context.Context, rdb redis.UniversalClient, channel strin
 	return m[channel], err
 }
 
+// oneRedis returns b as one Redis deployment, for what needs one (flag,
+// such as --once-per), or nil and the status of the usage error it
+// reported for Redlock.
+func (g *globals) oneRedis(b backend, flag string) (*single, int) {
+	s, ok := b.(*single)
+	if !ok {
+		return nil, g.usageError("%s: %s needs one Redis deployment, not Redlock's several --redis servers", g.cmd, flag)
+	}
+	return s, exitOK
+}
+
 // single is one Redis deployment.
 type single struct {
 	c      *lease.Client
@@ -276,13 +288,23 @@ type single struct {
 	prefix string
 }
 
-func (s *single) acquire(ctx context.Context, name string, ttl time.Duration, wait bool) (*lease.Lease, error) {
-	return acquireWith(ctx, s.c, name, ttl, wait)
+func (s *single) acquire(ctx context.Context, name string, n permits, ttl time.Duration, wait bool) (*lease.Lease, error) {
+	return acquireWith(ctx, s.c, name, n, ttl, wait)
 }
 
-// acquireWith takes a lease with keep-alive, once or, to wait, until ctx
-// ends.
-func acquireWith(ctx context.Context, c *lease.Client, name string, ttl time.Duration, wait bool) (*lease.Lease, error) {
+// acquireWith takes a lease with keep-alive (of a permit, with n > 0),
+// once or, to wait, until ctx ends.
+func acquireWith(ctx context.Context, c *lease.Client, name string, n permits, ttl time.Duration, wait bool) (*lease.Lease, error) {
+	if n > 0 {
+		sem, err := c.Semaphore(name, int(n))
+		switch {
+		case err != nil:
+			return nil, err
+		case wait:
+			return sem.Acquire(ctx, ttl, lease.WithKeepAlive(0))
+		}
+		return sem.TryAcquire(ctx, ttl, lease.WithKeepAlive(0))
+	}
 	if wait {
 		return c.Acquire(ctx, name, ttl, lease.WithKeepAlive(0))
 	}
@@ -321,8 +343,8 @@ type quorum struct {
 	prefix string
 }
 
-func (q *quorum) acquire(ctx context.Context, name string, ttl time.Duration, wait bool) (*lease.Lease, error) {
-	return acquireWith(ctx, q.c, name, ttl, wait)
+func (q *quorum) acquire(ctx context.Context, name string, n permits, ttl time.Duration, wait bool) (*lease.Lease, error) {
+	return acquireWith(ctx, q.c, name, n, ttl, wait)
 }
 
 // nodeWaitTimeout bounds the waiter count on one Redlock node.
