@@ -268,10 +268,11 @@ func fenceEnv(tok fence.Token, permit bool) []string {
 	return env
 }
 
-// supervise runs cmd, whose environment fenceEnv made, under lease l (of ttl) and returns run's exit status,
-// and the budget of what follows the command (releaseTimeout), whose hard
-// end bounds the cleanups before exit. With claim (--once-per), a command
-// that succeeded completes it before the release.
+// supervise runs cmd (its environment made by fenceEnv) under lease l (of
+// ttl) and returns run's exit status, and the budget of what follows the
+// command (releaseTimeout), whose hard end bounds the cleanups before
+// exit. With claim (--once-per), a command that succeeded completes it
+// before the release.
 func (g *globals) supervise(cmd *exec.Cmd, l *lease.Lease, ttl, grace time.Duration, sigs <-chan os.Signal, claim *once.Claim) (int, budget) {
 	tok := l.Token()
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
