@@ -270,17 +270,6 @@ func classicNumSub(ctx context.Context, rdb redis.UniversalClient, channel strin
 	return m[channel], err
 }
 
-// oneRedis returns b as one Redis deployment, for what needs one (flag,
-// such as --once-per), or nil and the status of the usage error it
-// reported for Redlock.
-func (g *globals) oneRedis(b backend, flag string) (*single, int) {
-	s, ok := b.(*single)
-	if !ok {
-		return nil, g.usageError("%s: %s needs one Redis deployment, not Redlock's several --redis servers", g.cmd, flag)
-	}
-	return s, exitOK
-}
-
 // single is one Redis deployment.
 type single struct {
 	c      *lease.Client
@@ -296,14 +285,7 @@ func (s *single) acquire(ctx context.Context, name string, n permits, ttl time.D
 // once or, to wait, until ctx ends.
 func acquireWith(ctx context.Context, c *lease.Client, name string, n permits, ttl time.Duration, wait bool) (*lease.Lease, error) {
 	if n > 0 {
-		sem, err := c.Semaphore(name, int(n))
-		switch {
-		case err != nil:
-			return nil, err
-		case wait:
-			return sem.Acquire(ctx, ttl, lease.WithKeepAlive(0))
-		}
-		return sem.TryAcquire(ctx, ttl, lease.WithKeepAlive(0))
+		return acquirePermit(ctx, c, name, n, ttl, wait)
 	}
 	if wait {
 		return c.Acquire(ctx, name, ttl, lease.WithKeepAlive(0))

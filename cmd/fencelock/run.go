@@ -11,12 +11,9 @@ import (
 	"os/exec"
 	"os/signal"
 	"slices"
-	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
-	"github.com/fencelock/fencelock/fence"
 	"github.com/fencelock/fencelock/lease"
 	"github.com/fencelock/fencelock/once"
 )
@@ -249,23 +246,6 @@ func (g *globals) release(l *lease.Lease, at time.Time) error {
 	ctx, cancel := context.WithDeadline(context.Background(), at)
 	defer cancel()
 	return l.Release(ctx)
-}
-
-// fenceEnv is the command's environment: fencelock's, and the token's
-// variables; FENCE_SLOT with permit, and never without it (not one
-// inherited from an outer run --permits).
-func fenceEnv(tok fence.Token, permit bool) []string {
-	env := slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "FENCE_SLOT=") })
-	env = append(env,
-		"FENCE_TOKEN="+tok.String(),
-		"FENCE_KEY="+tok.Key,
-		"FENCE_SEQ="+strconv.FormatUint(tok.Seq, 10),
-		"FENCE_HOLDER="+tok.Holder,
-	)
-	if _, slot, ok := lease.ParsePermitName(tok.Key); permit && ok {
-		env = append(env, "FENCE_SLOT="+strconv.Itoa(slot))
-	}
-	return env
 }
 
 // supervise runs cmd (its environment made by fenceEnv) under lease l (of

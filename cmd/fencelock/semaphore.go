@@ -9,6 +9,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/fencelock/fencelock/lease"
 )
@@ -43,6 +44,30 @@ func checkPermitNames(name string, n permits) error {
 		return nil
 	}
 	return checkName("semaphore name", lease.PermitName(name, int(n)-1))
+}
+
+// oneRedis returns b as one Redis deployment, for what needs one (flag,
+// such as --once-per), or nil and the status of the usage error it
+// reported for Redlock.
+func (g *globals) oneRedis(b backend, flag string) (*single, int) {
+	s, ok := b.(*single)
+	if !ok {
+		return nil, g.usageError("%s: %s needs one Redis deployment, not Redlock's several --redis servers", g.cmd, flag)
+	}
+	return s, exitOK
+}
+
+// acquirePermit takes a permit of semaphore name of n permits with
+// keep-alive, once or, to wait, until ctx ends.
+func acquirePermit(ctx context.Context, c *lease.Client, name string, n permits, ttl time.Duration, wait bool) (*lease.Lease, error) {
+	sem, err := c.Semaphore(name, int(n))
+	switch {
+	case err != nil:
+		return nil, err
+	case wait:
+		return sem.Acquire(ctx, ttl, lease.WithKeepAlive(0))
+	}
+	return sem.TryAcquire(ctx, ttl, lease.WithKeepAlive(0))
 }
 
 // semView is what inspect --permits prints.
