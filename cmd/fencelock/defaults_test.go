@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/fencelock/fencelock/lease"
 )
 
 // TestDefaultsStated: the help texts and the package doc state the flag
@@ -76,6 +78,10 @@ func TestDefaultsStated(t *testing.T) {
 		{finishSlack.String(), "help", `end within --wait \(or --timeout\) \+ (\S+);`},
 		{releaseTimeout.String(), "help", `the release take at most (\S+) \+`},
 		{finishSlack.String(), "help", `the release take at most \S+ \+ (\S+)`},
+		{strconv.Itoa(lease.MaxPermits), "help", `--permits N take a permit of semaphore NAME of N permits \(1 to (\d+)\)`},
+		{strconv.Itoa(lease.MaxPermits), "doc.go", `With --permits N \(1 to (\d+)\)`},
+		{strconv.Itoa(lease.MaxPermits), "doc.go", `a --permits outside 1 to (\d+) \(lease.MaxPermits\)`},
+		{strconv.Itoa(lease.MaxPermits), "operating.md", `.run --permits N. \(1 to (\d+)\)`},
 	} {
 		ms := regexp.MustCompile(c.re).FindAllStringSubmatch(texts[c.where], -1)
 		if len(ms) == 0 {

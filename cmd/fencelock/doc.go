@@ -10,8 +10,8 @@
 //
 // Usage:
 //
-//	fencelock [--redis URL]... [--prefix P] [--timeout D] run [--ttl D] [--wait D] [--grace D] [--once-per D] NAME -- CMD [ARG...]
-//	fencelock [--redis URL]... [--prefix P] [--timeout D] inspect [--json] NAME
+//	fencelock [--redis URL]... [--prefix P] [--timeout D] run [--ttl D] [--wait D] [--grace D] [--once-per D | --permits N] NAME -- CMD [ARG...]
+//	fencelock [--redis URL]... [--prefix P] [--timeout D] inspect [--json] [--permits N] NAME
 //	fencelock [--redis URL]... [--prefix P] [--timeout D] advance [--json] NAME SEQ
 //	fencelock [--redis URL]... [--prefix P] doctor [--json] [--ttl D] [--drift F] [--replica-ack N]
 //	                                        [--clock-floor] [--name NAME] [--pings N] [--replicas=false]
@@ -41,9 +41,10 @@
 // the keep-alive makes a long command need no long ttl):
 //
 //	FENCE_TOKEN   the token's text form, SEQ:HOLDER:KEY (fence.Parse reads it)
-//	FENCE_KEY     the lock name
+//	FENCE_KEY     the lock name (the token's KEY; with --permits, NAME#SLOT)
 //	FENCE_SEQ     the token's Seq, in decimal
 //	FENCE_HOLDER  the holder id
+//	FENCE_SLOT    with --permits only: the permit's slot, 0 to N-1
 //
 // Pass FENCE_TOKEN with every write to the protected storage and have the
 // storage check it (package verifier): a lock alone cannot stop a paused
@@ -102,6 +103,17 @@
 // failed leaves the period open for the next run. It needs one Redis
 // deployment (not Redlock).
 //
+// With --permits N (1 to 64), run takes a permit of the semaphore NAME of
+// N permits (package lease, Client.Semaphore) instead of lock NAME, and
+// runs the command as above: at most N commands of NAME run at once, and
+// with --wait the others queue for the next permit, first come first
+// served. Each permit is a slot (0 to N-1) with its own counter, so the
+// command gets its slot's token, whose key is NAME#SLOT: a verifier
+// refuses the writes of a holder whose slot passed to another. A run whose
+// fencelock died frees its permit when its ttl ends. Give every run of
+// NAME the same N. It needs one Redis deployment (not Redlock), and does
+// not go with --once-per, which runs one command per period (status 2).
+//
 // # inspect
 //
 // inspect prints the lock's holder, token, remaining ttl, counter (the last
@@ -113,6 +125,12 @@
 // count. --json prints one JSON object instead. A counter more than 24h
 // above the server's clock is marked POISONED ("poisoned": true): see
 // repair-counter.
+//
+// inspect --permits N prints the semaphore NAME of N permits instead: a
+// line per held slot (holder, token, remaining ttl, the slot's counter), the
+// queue's length and its first waiters' holder ids (--json: all of the
+// first 100, and the N the last call left on the server, which a release
+// goes by).
 //
 // # advance
 //
@@ -250,7 +268,7 @@
 // a character that does not print (a control character such as a newline,
 // a right-to-left override), a duration past its ceiling: --ttl, --grace and
 // --timeout 1h, --wait 24h, --once-per 87600h (ten years,
-// once.MaxPeriod). inspect quotes a holder id that is not printable, and
+// once.MaxPeriod), a --permits outside 1 to 64 (lease.MaxPermits). inspect quotes a holder id that is not printable, and
 // shows a lock key without a ttl (not made by fencelock) as such.
 //
 // fencelock never prints a password: a URL in a message has the password
@@ -288,7 +306,8 @@
 //	        server checked and no danger finding
 //	1       other errors: Redis unreachable, command not found, ...
 //	2       usage error: bad flags or arguments (one line and a hint on stderr)
-//	3       run: the lock is held by another holder (it was not free within --wait)
+//	3       run: the lock is held by another holder, or every permit
+//	        (--permits) is held (it was not free within --wait)
 //	4       run: the lease was lost, or was being lost (its refreshes
 //	        failed near its deadline), while the command ran; the command's
 //	        process group was sent SIGTERM and SIGKILL as described under

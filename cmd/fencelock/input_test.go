@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/fencelock/fencelock/fence"
 	"github.com/fencelock/fencelock/internal/protocol"
 	"github.com/fencelock/fencelock/internal/testenv"
 )
@@ -84,6 +85,15 @@ func TestBadInputRefused(t *testing.T) {
 		{"doctor --drift Inf", append(at, "doctor", "--drift", "Inf"), ""},
 		{"doctor --drift -Inf", append(at, "doctor", "--drift", "-Inf"), ""},
 		{"doctor --ttl above the ceiling", append(at, "doctor", "--ttl", "2h"), ""},
+		{"--permits 0", append(at, "run", "--permits", "0", "x", "--", "true"), ""},
+		{"--permits 65", append(at, "run", "--permits", "65", "x", "--", "true"), ""},
+		{"--permits -1", append(at, "run", "--permits", "-1", "x", "--", "true"), ""},
+		{"--permits x", append(at, "run", "--permits", "x", "x", "--", "true"), ""},
+		{"inspect --permits 0", append(at, "inspect", "--permits", "0", "x"), ""},
+		{"inspect --permits 65", append(at, "inspect", "--permits", "65", "x"), ""},
+		{"--permits with --once-per", append(at, "run", "--permits", "2", "--once-per", "1h", "x", "--", "true"), ""},
+		{"--permits whose names are too long", append(at, "run", "--permits", "64", strings.Repeat("n", fence.MaxKeyLen-2), "--", "true"), ""},
+		{"inspect --permits whose names are too long", append(at, "inspect", "--permits", "64", strings.Repeat("n", fence.MaxKeyLen-2)), ""},
 	} {
 		t.Run(tc.what, func(t *testing.T) {
 			before := connections(t, probe)

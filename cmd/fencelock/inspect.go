@@ -18,8 +18,9 @@ import (
 	"github.com/fencelock/fencelock/lease"
 )
 
-// state is a lock's state on one Redis (or the Redlock majority's).
-type state struct {
+// holding is a lock's holder and counter on one Redis (or the Redlock
+// majority's), or a semaphore's slot's.
+type holding struct {
 	Held    bool   `json:"held"`
 	Holder  string `json:"holder,omitempty"`
 	Token   string `json:"token,omitempty"` // text form, SEQ:HOLDER:KEY
@@ -29,28 +30,37 @@ type state struct {
 	Counter uint64 `json:"counter"`          // LastSeq: the last Seq issued
 	// Poisoned: the counter is more than protocol.MaxAhead above the
 	// server's clock (see repair-counter).
-	Poisoned bool   `json:"poisoned,omitempty"`
-	Waiters  *int64 `json:"waiters,omitempty"`    // nil when not counted
-	Queue    int    `json:"queue"`                // fair waiters with a place (at most 1,000)
-	Head     string `json:"queue_head,omitempty"` // the queue's first waiter
+	Poisoned bool `json:"poisoned,omitempty"`
+}
+
+// state is a lock's state on one Redis (or the Redlock majority's).
+type state struct {
+	holding
+	Waiters *int64 `json:"waiters,omitempty"`    // nil when not counted
+	Queue   int    `json:"queue"`                // fair waiters with a place (at most 1,000)
+	Head    string `json:"queue_head,omitempty"` // the queue's first waiter
 }
 
 func stateOf(info lease.Info, waiters int64) state {
-	s := state{Holder: info.Holder, Counter: info.LastSeq, Waiters: &waiters, Queue: info.Queued, Head: info.QueueHead}
+	return state{holding: holdingOf(info), Waiters: &waiters, Queue: info.Queued, Head: info.QueueHead}
+}
+
+func holdingOf(info lease.Info) holding {
+	h := holding{Holder: info.Holder, Counter: info.LastSeq}
 	if info.Holder != "" {
-		s.Held = true
-		s.Token = info.Token.String()
-		s.Seq = info.Token.Seq
-		s.TTLms = info.TTL.Milliseconds()
+		h.Held = true
+		h.Token = info.Token.String()
+		h.Seq = info.Token.Seq
+		h.TTLms = info.TTL.Milliseconds()
 		if info.TTL == lease.NoTTL {
-			s.TTLms, s.NoTTL = -1, true
+			h.TTLms, h.NoTTL = -1, true
 		}
 	}
-	return s
+	return h
 }
 
 // ttl is the lock's remaining ttl as printed.
-func (s state) ttl() string {
+func (s holding) ttl() string {
 	if s.NoTTL {
 		return "none (the key never expires: fencelock never sets it so; delete it to free the lock)"
 	}
@@ -84,6 +94,10 @@ type nodeView struct {
 }
 
 func (s state) fields() string {
+	return fmt.Sprintf("%s waiters=%s queue=%d", s.holding.fields(), waiters(s.Waiters), s.Queue)
+}
+
+func (s holding) fields() string {
 	var b strings.Builder
 	if s.Held {
 		ttl := ms(s.TTLms).String()
@@ -98,7 +112,6 @@ func (s state) fields() string {
 	if s.Poisoned {
 		b.WriteString(" POISONED")
 	}
-	fmt.Fprintf(&b, " waiters=%s queue=%d", waiters(s.Waiters), s.Queue)
 	return b.String()
 }
 
@@ -149,16 +162,24 @@ func printJSON(w io.Writer, v any) {
 func (g *globals) inspect(args []string) int {
 	fs := g.flagSet("inspect")
 	asJSON := fs.Bool("json", false, "print JSON")
+	var n permits
+	fs.Var(&n, "permits", "inspect semaphore NAME of N permits")
 	pos, code := g.parseCommand(fs, args, "NAME")
 	if pos == nil {
 		return code
 	}
 	name := pos[0]
+	if err := checkPermitNames(name, n); err != nil {
+		return g.usageError("inspect: %v", err)
+	}
 	b, ctx, done, code := g.session()
 	if b == nil {
 		return code
 	}
 	defer done()
+	if n > 0 {
+		return g.inspectSemaphore(ctx, b, name, n, *asJSON)
+	}
 	v, err := b.inspect(ctx, name)
 	err = g.timedOut(err)
 	if err != nil && v.Name == "" {

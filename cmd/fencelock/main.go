@@ -42,8 +42,8 @@ const (
 )
 
 const usageText = `usage:
-  fencelock [global flags] run [--ttl D] [--wait D] [--grace D] [--once-per D] NAME -- CMD [ARG...]
-  fencelock [global flags] inspect [--json] NAME
+  fencelock [global flags] run [--ttl D] [--wait D] [--grace D] [--once-per D | --permits N] NAME -- CMD [ARG...]
+  fencelock [global flags] inspect [--json] [--permits N] NAME
   fencelock [global flags] advance [--json] NAME SEQ
   fencelock [global flags] doctor [--json] [FLAGS]  check Redis for what loses locks (doctor --help)
   fencelock [global flags] reset-highwater [--verifier URL] [--rebind] [--yes] NAME RESOURCE
@@ -52,7 +52,8 @@ const usageText = `usage:
 
 Commands:
   run      take lock NAME (with keep-alive) and run CMD with the fencing token in its
-           environment: FENCE_TOKEN (SEQ:HOLDER:KEY), FENCE_KEY, FENCE_SEQ, FENCE_HOLDER.
+           environment: FENCE_TOKEN (SEQ:HOLDER:KEY), FENCE_KEY, FENCE_SEQ, FENCE_HOLDER
+           (and FENCE_SLOT with --permits).
            SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 are forwarded to the
            command's process group. If refreshes fail, the command gets SIGTERM early
            enough that SIGKILL, after --grace (cut to ttl/2 - 100ms if longer), lands
@@ -71,9 +72,16 @@ Commands:
                          after the start of the last run that exited 0, by the Redis
                          server's clock (exit 6); one Redis deployment only; at most
                          87600h (ten years)
+             --permits N take a permit of semaphore NAME of N permits (1 to 64) instead
+                         of lock NAME: at most N commands run at once, each with the
+                         token of its permit's slot: FENCE_KEY is NAME#SLOT, FENCE_SLOT
+                         the slot (0 to N-1); one Redis deployment only; not with
+                         --once-per
   inspect  print the lock's holder, token, remaining ttl, counter (last Seq) and waiters;
            with Redlock, the majority's view and one line per node
              --json      print JSON
+             --permits N print semaphore NAME of N permits instead: each held slot
+                         (holder, token, ttl, the slot's counter) and the queue
   advance  lift the lock's counter to at least SEQ and print the counter afterwards
              --json      print JSON
 ` + resetUsage + repairUsage + `  help     print this help (help COMMAND, or COMMAND -h, prints it too)
@@ -104,7 +112,8 @@ Exit status:
   1        other errors (Redis unreachable, command not found, ...)
   2        usage error (bad flags or arguments, no --redis or REDIS_URL; one line
            and a hint on stderr)
-  3        run: lock held by another holder (not acquired within --wait)
+  3        run: lock held by another holder, or every permit held (not acquired
+           within --wait)
   4        run: lease lost (or being lost) while the command ran (the command was
            terminated)
   4, 5     doctor: a danger finding; a server could not be checked (doctor --help)

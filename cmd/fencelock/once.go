@@ -30,9 +30,9 @@ func (g *globals) newOncePer(b backend, period time.Duration) (*oncePer, int) {
 	if period == 0 {
 		return nil, exitOK
 	}
-	s, ok := b.(*single)
-	if !ok {
-		return nil, g.usageError("run: --once-per needs one Redis deployment, not Redlock's several --redis servers")
+	s, code := g.oneRedis(b, "--once-per")
+	if s == nil {
+		return nil, code
 	}
 	t, err := once.New(s.rdb)
 	if err != nil {

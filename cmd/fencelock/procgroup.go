@@ -2,13 +2,37 @@
 
 package main
 
-// The command's process group and exit status, for run.
+// The command's environment, process group and exit status, for run.
 
 import (
 	"errors"
+	"os"
 	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
 	"syscall"
+
+	"github.com/fencelock/fencelock/fence"
+	"github.com/fencelock/fencelock/lease"
 )
+
+// fenceEnv is the command's environment: fencelock's, and the token's
+// variables; FENCE_SLOT with permit, and never without it (not one
+// inherited from an outer run --permits).
+func fenceEnv(tok fence.Token, permit bool) []string {
+	env := slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "FENCE_SLOT=") })
+	env = append(env,
+		"FENCE_TOKEN="+tok.String(),
+		"FENCE_KEY="+tok.Key,
+		"FENCE_SEQ="+strconv.FormatUint(tok.Seq, 10),
+		"FENCE_HOLDER="+tok.Holder,
+	)
+	if _, slot, ok := lease.ParsePermitName(tok.Key); permit && ok {
+		env = append(env, "FENCE_SLOT="+strconv.Itoa(slot))
+	}
+	return env
+}
 
 // exitStatus is the command's exit status: its own, or 128+N when signal N
 // ended it.

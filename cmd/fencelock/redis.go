@@ -150,9 +150,10 @@ func retries(node bool, maxRetries, dialerRetries int) (int, int) {
 // backend is the lock service: one Redis deployment (lease) or Redlock over
 // several (lease/redlock).
 type backend interface {
-	// acquire takes the lock with keep-alive: once (TryAcquire) or waiting
-	// until ctx ends (Acquire).
-	acquire(ctx context.Context, name string, ttl time.Duration, wait bool) (*lease.Lease, error)
+	// acquire takes the lock with keep-alive, or with n > 0 a permit of
+	// semaphore name of n permits: once (TryAcquire) or waiting until ctx
+	// ends (Acquire).
+	acquire(ctx context.Context, name string, n permits, ttl time.Duration, wait bool) (*lease.Lease, error)
 	// inspect returns the lock's state; with Redlock, a partial view and an
 	// error when too few nodes answered.
 	inspect(ctx context.Context, name string) (view, error)
@@ -276,13 +277,16 @@ type single struct {
 	prefix string
 }
 
-func (s *single) acquire(ctx context.Context, name string, ttl time.Duration, wait bool) (*lease.Lease, error) {
-	return acquireWith(ctx, s.c, name, ttl, wait)
+func (s *single) acquire(ctx context.Context, name string, n permits, ttl time.Duration, wait bool) (*lease.Lease, error) {
+	return acquireWith(ctx, s.c, name, n, ttl, wait)
 }
 
-// acquireWith takes a lease with keep-alive, once or, to wait, until ctx
-// ends.
-func acquireWith(ctx context.Context, c *lease.Client, name string, ttl time.Duration, wait bool) (*lease.Lease, error) {
+// acquireWith takes a lease with keep-alive (of a permit, with n > 0),
+// once or, to wait, until ctx ends.
+func acquireWith(ctx context.Context, c *lease.Client, name string, n permits, ttl time.Duration, wait bool) (*lease.Lease, error) {
+	if n > 0 {
+		return acquirePermit(ctx, c, name, n, ttl, wait)
+	}
 	if wait {
 		return c.Acquire(ctx, name, ttl, lease.WithKeepAlive(0))
 	}
@@ -321,8 +325,8 @@ type quorum struct {
 	prefix string
 }
 
-func (q *quorum) acquire(ctx context.Context, name string, ttl time.Duration, wait bool) (*lease.Lease, error) {
-	return acquireWith(ctx, q.c, name, ttl, wait)
+func (q *quorum) acquire(ctx context.Context, name string, n permits, ttl time.Duration, wait bool) (*lease.Lease, error) {
+	return acquireWith(ctx, q.c, name, n, ttl, wait)
 }
 
 // nodeWaitTimeout bounds the waiter count on one Redlock node.

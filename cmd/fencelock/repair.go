@@ -159,11 +159,18 @@ func poisoned(ctx context.Context, rdb redis.UniversalClient, counter uint64) (b
 	if counter == 0 {
 		return false, nil
 	}
+	limit, err := counterLimit(ctx, rdb)
+	return counter > limit, err
+}
+
+// counterLimit is the highest counter that is not poisoned: protocol.MaxAhead
+// above rdb's clock.
+func counterLimit(ctx context.Context, rdb redis.UniversalClient) (uint64, error) {
 	now, err := rdb.Time(ctx).Result()
 	if err != nil {
-		return false, fmt.Errorf("read the server's clock: %w", err)
+		return 0, fmt.Errorf("read the server's clock: %w", err)
 	}
-	return counter > protocol.CounterLimit(now), nil
+	return protocol.CounterLimit(now), nil
 }
 
 // poisonNote is what inspect prints after a poisoned counter.

@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"os/signal"
 	"slices"
-	"strconv"
 	"syscall"
 	"time"
 
@@ -57,6 +56,8 @@ func (g *globals) run(args []string) int {
 	wait := fs.Duration("wait", 0, "how long to wait for the lock")
 	grace := fs.Duration("grace", defaultGrace, "SIGTERM to SIGKILL delay")
 	period := fs.Duration("once-per", 0, "run at most once per period (once.go)")
+	var n permits
+	fs.Var(&n, "permits", "take a permit of semaphore NAME of N permits (semaphore.go)")
 
 	head, command, dashes := args, []string(nil), false
 	if i := slices.Index(args, "--"); i >= 0 {
@@ -78,6 +79,10 @@ func (g *globals) run(args []string) int {
 		return g.usageError("run: missing command after --")
 	case *ttl < minTTL:
 		return g.usageError("run: %v", ttlTooShort(*ttl))
+	case n > 0 && *period > 0:
+		// once's record is kept per token key, so per slot: N commands
+		// would each run once per period.
+		return g.usageError("run: --permits and --once-per do not go together: --once-per runs CMD once per period, so one at a time")
 	}
 	for _, err := range []error{
 		checkDuration("--ttl", *ttl, maxTTL),
@@ -85,6 +90,7 @@ func (g *globals) run(args []string) int {
 		checkDuration("--grace", *grace, maxTTL),
 		checkDuration("--once-per", *period, maxPeriod),
 		checkName("lock name", pos[0]),
+		checkPermitNames(pos[0], n),
 	} {
 		if err != nil {
 			return g.usageError("run: %v", err)
@@ -113,11 +119,14 @@ func (g *globals) run(args []string) int {
 	}
 	bud := newBudget(timeout)
 	op, code := g.newOncePer(b, *period)
+	if code == exitOK && n > 0 {
+		_, code = g.oneRedis(b, "--permits")
+	}
 	if code != exitOK {
 		closeBy(b, bud.hard)
 		return code
 	}
-	l, code := g.take(b, bud, name, *ttl, *wait, sigs)
+	l, code := g.take(b, bud, name, n, *ttl, *wait, sigs)
 	if l == nil {
 		closeBy(b, bud.hard)
 		return code
@@ -130,6 +139,7 @@ func (g *globals) run(args []string) int {
 			return code
 		}
 	}
+	cmd.Env = fenceEnv(l.Token(), n > 0)
 	code, end := g.supervise(cmd, l, *ttl, *grace, sigs, claim)
 	closeBy(b, end.hard)
 	return code
@@ -144,9 +154,10 @@ func (g *globals) claimBy(bud budget) time.Time {
 	return earliest(bud.hard, earliest(now.Add(g.timeout), latest(bud.end, now.Add(probeTimeout))))
 }
 
-// take acquires the lock, waiting up to wait (until bud.end); a terminating
-// signal ends the wait. It returns the lease, or nil and the exit status.
-func (g *globals) take(b backend, bud budget, name string, ttl, wait time.Duration, sigs <-chan os.Signal) (*lease.Lease, int) {
+// take acquires the lock (with n > 0, a permit of the semaphore), waiting
+// up to wait (until bud.end); a terminating signal ends the wait. It
+// returns the lease, or nil and the exit status.
+func (g *globals) take(b backend, bud budget, name string, n permits, ttl, wait time.Duration, sigs <-chan os.Signal) (*lease.Lease, int) {
 	ctx, cancel := bud.ctx()
 	defer cancel()
 	type result struct {
@@ -155,7 +166,7 @@ func (g *globals) take(b backend, bud budget, name string, ttl, wait time.Durati
 	}
 	res := make(chan result, 1)
 	go func() {
-		l, err := b.acquire(ctx, name, ttl, wait > 0)
+		l, err := b.acquire(ctx, name, n, ttl, wait > 0)
 		res <- result{l, err}
 	}()
 	var r result
@@ -175,7 +186,7 @@ func (g *globals) take(b backend, bud budget, name string, ttl, wait time.Durati
 		}
 	}
 	if r.err != nil {
-		return nil, g.notAcquired(b, bud, name, wait, r.err)
+		return nil, g.notAcquired(b, bud, name, n, wait, r.err)
 	}
 	// A terminating signal that came just before the lock did: do not
 	// start the command.
@@ -195,8 +206,9 @@ func (g *globals) take(b backend, bud budget, name string, ttl, wait time.Durati
 }
 
 // notAcquired reports a failed acquire and returns its exit status: 3 when
-// another holder has the lock, 2 for bad input, 1 when Redis failed.
-func (g *globals) notAcquired(b backend, bud budget, name string, wait time.Duration, err error) int {
+// another holder has the lock (or every permit of semaphore name of n
+// permits is held), 2 for bad input, 1 when Redis failed.
+func (g *globals) notAcquired(b backend, bud budget, name string, n permits, wait time.Duration, err error) int {
 	switch {
 	case errors.Is(err, lease.ErrInvalid):
 		return g.usageError("run: %v", err)
@@ -209,7 +221,7 @@ func (g *globals) notAcquired(b backend, bud budget, name string, wait time.Dura
 		// lock may be held, or Redis may be unreachable (go-redis can hide
 		// a dial error behind the deadline). Ask, briefly: a Redis that
 		// answers does so in milliseconds, and a frozen one must not keep
-		// run past its budget.
+		// run past its budget. (For a semaphore too: any answer will do.)
 		ctx, cancel := context.WithDeadline(context.Background(), earliest(bud.hard, latest(bud.end, time.Now()).Add(probeTimeout)))
 		defer cancel()
 		if _, perr := b.inspect(ctx, name); perr != nil {
@@ -219,7 +231,10 @@ func (g *globals) notAcquired(b backend, bud budget, name string, wait time.Dura
 			return g.fail(exitFailure, "run: %v; Redis: %v", err, perr)
 		}
 	}
-	if wait > 0 {
+	switch {
+	case wait > 0 && n > 0:
+		return g.fail(exitNotAcquired, "run: all %d permits of %q are held: not acquired within %v (%v)", n, name, wait, err)
+	case wait > 0:
 		return g.fail(exitNotAcquired, "run: %q is held by another holder: not acquired within %v (%v)", name, wait, err)
 	}
 	return g.fail(exitNotAcquired, "run: %v", err)
@@ -233,18 +248,13 @@ func (g *globals) release(l *lease.Lease, at time.Time) error {
 	return l.Release(ctx)
 }
 
-// supervise runs cmd under lease l (of ttl) and returns run's exit status,
-// and the budget of what follows the command (releaseTimeout), whose hard
-// end bounds the cleanups before exit. With claim (--once-per), a command
-// that succeeded completes it before the release.
+// supervise runs cmd (its environment made by fenceEnv) under lease l (of
+// ttl) and returns run's exit status, and the budget of what follows the
+// command (releaseTimeout), whose hard end bounds the cleanups before
+// exit. With claim (--once-per), a command that succeeded completes it
+// before the release.
 func (g *globals) supervise(cmd *exec.Cmd, l *lease.Lease, ttl, grace time.Duration, sigs <-chan os.Signal, claim *once.Claim) (int, budget) {
 	tok := l.Token()
-	cmd.Env = append(os.Environ(),
-		"FENCE_TOKEN="+tok.String(),
-		"FENCE_KEY="+tok.Key,
-		"FENCE_SEQ="+strconv.FormatUint(tok.Seq, 10),
-		"FENCE_HOLDER="+tok.Holder,
-	)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.SysProcAttr = sysProcAttr()
 	// A lease handed over with a late release message may have little more
