@@ -32,10 +32,6 @@ var (
 	advance     = script("advance")
 	reissue     = script("reissue")
 	adopt       = script("adopt")
-	semAcquire  = script("sem_acquire")
-	semRelease  = script("sem_release")
-	semLeave    = script("sem_leave")
-	semInspect  = script("sem_inspect")
 )
 
 //go:embed scripts/*.lua scripts/*.sha1
@@ -264,15 +260,11 @@ type Release struct {
 // A semaphore's slot (keys from [Semaphore.Slot]) is always handed on, to
 // the semaphore's queue, with a message naming the slot (sem_release.lua).
 func Unlock(ctx context.Context, c redis.Scripter, k Keys, r Release) (bool, error) {
+	if k.permit.permits != "" {
+		return unlockSlot(ctx, c, k, r)
+	}
 	l := k.args()
 	args := append(l.list(), l.holder.of(r.Holder), l.channel.of(k.Channel))
-	if k.permit.permits != "" {
-		keys := []string{k.Lock, k.Counter, k.Ahead, k.Queue, k.Tickets, k.Waiting, k.permit.permits}
-		args = append(r.Counter.appendArgs(args, l), r.PubSub.spublish())
-		n, err := semRelease.Run(ctx, c, keys, append(args, k.permit.slot)...).Int64()
-		l.free(args)
-		return n == 1, err
-	}
 	if r.Fair {
 		return call{releaseFair, l, l.fair(), append(r.Counter.appendArgs(args, l), r.PubSub.spublish())}.ok(ctx, c)
 	}

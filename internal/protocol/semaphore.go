@@ -16,6 +16,14 @@ import (
 // to a few hundred microseconds of the server.
 const MaxPermits = 64
 
+// The semaphore's scripts (the others are in calls.go).
+var (
+	semAcquire = script("sem_acquire")
+	semRelease = script("sem_release")
+	semLeave   = script("sem_leave")
+	semInspect = script("sem_inspect")
+)
+
 // Semaphore are the keys of a semaphore of N permits on a name: N slots,
 // each a lock with its own counter (so its own tokens), sharing one fair
 // queue, one channel and the permits key, which holds the N of the last
@@ -88,6 +96,16 @@ func ParsePermitName(key string) (name string, slot int, ok bool) {
 		return "", 0, false
 	}
 	return key[:i], n, true
+}
+
+// unlockSlot is Unlock of a semaphore's slot (sem_release.lua).
+func unlockSlot(ctx context.Context, c redis.Scripter, k Keys, r Release) (bool, error) {
+	l := k.args()
+	keys := []string{k.Lock, k.Counter, k.Ahead, k.Queue, k.Tickets, k.Waiting, k.permit.permits}
+	args := append(r.Counter.appendArgs(append(l.list(), l.holder.of(r.Holder), l.channel.of(k.Channel)), l), r.PubSub.spublish())
+	n, err := semRelease.Run(ctx, c, keys, append(args, k.permit.slot)...).Int64()
+	l.free(args)
+	return n == 1, err
 }
 
 // PermitResult is a semaphore try's reply: a TryResult and, when got, the

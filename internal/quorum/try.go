@@ -224,22 +224,6 @@ func (a *Attempt) tryOne(ctx context.Context, t protocol.Try) Reply[protocol.Try
 	return Reply[protocol.TryResult]{Val: res, Err: err, Sent: sent, In: true}
 }
 
-// tryPermit is a try for a permit of the semaphore, on one Redis, as
-// tryOne; the slot it got goes in a.slot.
-func (a *Attempt) tryPermit(ctx context.Context, t protocol.Try) Reply[protocol.TryResult] {
-	n := a.s.cfg.Nodes[0]
-	res, sent, err := transport.Watch(ctx, n.Probe, 0, func(ctx context.Context) (protocol.TryResult, transport.Sent, error) {
-		return transport.Send(ctx, n.Tr, func(ctx context.Context, c transport.Conn) (protocol.TryResult, error) {
-			r, err := protocol.AcquirePermit(ctx, c, *a.sem, t, n.Caps().PubSub)
-			if r.Got() {
-				a.slot = r.Slot
-			}
-			return r.TryResult, err
-		})
-	})
-	return Reply[protocol.TryResult]{Val: res, Err: err, Sent: sent, In: true}
-}
-
 // acquireOp is a try on one node.
 func (a *Attempt) acquireOp(t protocol.Try) Op[protocol.TryResult] {
 	if t.Unfenced && !a.reacquire() {
