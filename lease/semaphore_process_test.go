@@ -476,11 +476,19 @@ func TestSemaphoreProcessNeverMoreThanN(t *testing.T) {
 	}
 
 	// findHolder freezes the children in turn until one holds and returns
-	// its index, frozen, or -1 if none held.
-	findHolder := func() int {
+	// its index, frozen, or -1 if none held. With anyFrozen, it looks at
+	// the children another freeze holds too (and leaves them frozen).
+	findHolder := func(anyFrozen bool) int {
 		for _, j := range rnd.Perm(len(kids)) {
 			k := kids[j]
 			if !freeze(k) {
+				if !anyFrozen {
+					continue
+				}
+				k.stop(t) // its SIGSTOP may not have landed yet
+				if holding(k) {
+					return j
+				}
 				continue
 			}
 			k.stop(t)
@@ -499,20 +507,19 @@ func TestSemaphoreProcessNeverMoreThanN(t *testing.T) {
 		time.Sleep(80*time.Millisecond + upTo(170*time.Millisecond))
 		i := rnd.IntN(len(kids))
 		switch {
-		case step == 8 || step == 25:
-			// A holder killed, frozen first so that it holds when killed.
-			j := findHolder()
-			if j < 0 {
-				j = i
+		case (step >= 8 && kills == 0) || (step >= 25 && kills == 1):
+			// A holder killed, frozen first so that it holds when killed
+			// (none held: at a later step).
+			if j := findHolder(true); j >= 0 {
+				kids[j].kill()
+				kills++
+				kids[j] = start()
+				kidFile[kids[j]] = files[len(files)-1]
 			}
-			kids[j].kill()
-			kills++
-			kids[j] = start()
-			kidFile[kids[j]] = files[len(files)-1]
 		case step%5 == 0 && frozenHolders < 4:
 			// On purpose: a holder frozen past its ttl, its slot passing
 			// on meanwhile.
-			if j := findHolder(); j >= 0 {
+			if j := findHolder(false); j >= 0 {
 				frozenHolders++
 				k, d := kids[j], 2*ttl+upTo(ttl)
 				wg.Go(func() {
@@ -573,7 +580,8 @@ func TestSemaphoreProcessNeverMoreThanN(t *testing.T) {
 	assert.Equal(t, permits, most, "all %d permits held at once at some point", permits)
 	assert.GreaterOrEqual(t, len(bs), 50, "few permits taken")
 	assert.Positive(t, cut, "no holder was frozen past its deadline: the test froze none at the worst step")
-	assert.Positive(t, unreleased, "no holder was killed holding")
+	assert.Equal(t, kills, unreleased, "each kill found its child holding")
+	assert.Equal(t, 2, kills)
 	slots := map[int]bool{}
 	for _, b := range bs {
 		slots[b.slot] = true
@@ -756,7 +764,9 @@ func TestSemaphoreProcessPausedHolderRefused(t *testing.T) {
 	a.send(t, "stopwrite")
 	stopping := a.next(t, "stopping", 10*time.Second)
 	require.True(t, stopping.Held, "A checked its permit before the write it is paused in")
-	a.stop(t)
+	// A stops itself: a SIGSTOP from here could land before its SIGCONT
+	// handler is in place, and the SIGCONT that thaws it would be lost.
+	require.True(t, faults.WaitStopped(ctx, a.cmd.Process.Pid, 5*time.Second), "A stopped")
 	thawed := false
 	defer func() {
 		if !thawed {
