@@ -1,43 +1,24 @@
 package lease_test
 
-// The semaphore with real separate processes: the test binary re-executed
-// as a child (see semProcessChild), stopped (SIGSTOP) and killed (SIGKILL)
-// at the worst steps, on a redis-server of the test's own.
-//
-// Two child modes. "semcmd" holds one Semaphore and obeys commands read
-// from its stdin, one a line (acquire, release, write, stopwrite),
-// answering each with one JSON line (semReport) on its stdout. "semloop"
-// takes a permit, holds it a little, releases it, and again, until a
-// given instant, and writes what it believed into a file of its own
-// (semRecord lines), each line as soon as the belief starts or ends, so
-// that a child killed while holding leaves its start behind.
-//
-// The keys are spelled out here (prefix "fencelock:"), as package lease
-// documents them: PREFIX{NAME}#i is slot i's lock, PREFIX{NAME}#queue the
-// queue.
+// The semaphore's properties with real separate processes (issue 32):
+// never more than N holders, a paused holder's write refused once its
+// permit passed on, the cost of a killed holder and of a killed waiter,
+// FIFO. The children and their harness are in semaphore_child_test.go.
 
 import (
-	"bufio"
 	"bytes"
-	"cmp"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -45,378 +26,29 @@ import (
 	"github.com/fencelock/fencelock/internal/testenv"
 	"github.com/fencelock/fencelock/internal/testenv/faults"
 	"github.com/fencelock/fencelock/lease"
-	"github.com/fencelock/fencelock/verifier"
 	"github.com/fencelock/fencelock/verifier/redisverifier"
 )
-
-// The semaphore children's environment, besides process_test.go's
-// procAddrEnv, procNameEnv, procTTLEnv and procWaitEnv.
-const (
-	semPermitsEnv = "FENCELOCK_TEST_PERMITS" // N
-	semStoreEnv   = "FENCELOCK_TEST_STORE"   // semcmd: the verifier's Redis host:port
-	semRecordEnv  = "FENCELOCK_TEST_RECORD"  // semloop: the file it records its beliefs in
-	semUntilEnv   = "FENCELOCK_TEST_UNTIL"   // semloop: when to stop, unix ns
-)
-
-// semReport is a semcmd child's answer to one command.
-type semReport struct {
-	Op       string `json:"op"` // the command; "stopping" before a stopwrite's pause
-	Err      string `json:"err,omitempty"`
-	Slot     int    `json:"slot"`
-	Key      string `json:"key,omitempty"` // the token's Key
-	Seq      uint64 `json:"seq,omitempty"`
-	Holder   string `json:"holder,omitempty"`
-	Held     bool   `json:"held"`               // the lease's Held(), read first
-	At       int64  `json:"at"`                 // unix ns, read right after the call returned
-	Deadline int64  `json:"deadline,omitempty"` // the lease's Deadline(), unix ns
-	Stale    bool   `json:"stale,omitempty"`    // a write refused with verifier.ErrStale
-	Highest  uint64 `json:"highest,omitempty"`  // its StaleError's Highest
-}
-
-// semRecord is one line of a semloop child's file: a belief that starts
-// (End 0: Acquire returned, at From) or ends (End: it stops using the
-// permit and goes to release it).
-type semRecord struct {
-	Slot     int    `json:"slot"`
-	Seq      uint64 `json:"seq"`
-	From     int64  `json:"from,omitempty"`
-	End      int64  `json:"end,omitempty"`
-	Deadline int64  `json:"deadline"` // the lease's Deadline(), unix ns, read with From or End
-}
-
-// semProcessChild runs a semaphore child mode when procEnv names one (the
-// test binary re-executed by startSemChild) and reports whether it did.
-func semProcessChild(mode string) (int, bool) {
-	var run func() error
-	switch mode {
-	case "semcmd":
-		run = semCmdMain
-	case "semloop":
-		run = semLoopMain
-	default:
-		return 0, false
-	}
-	if err := run(); err != nil {
-		fmt.Fprintln(os.Stderr, "child:", err)
-		return 2, true
-	}
-	return 0, true
-}
-
-// semChildSemaphore opens the child's own go-redis client, lease.Client and
-// Semaphore from the environment.
-func semChildSemaphore() (*redis.Client, *lease.Semaphore, time.Duration, error) {
-	ttl, err1 := time.ParseDuration(os.Getenv(procTTLEnv))
-	permits, err2 := strconv.Atoi(os.Getenv(semPermitsEnv))
-	if err := errors.Join(err1, err2); err != nil {
-		return nil, nil, 0, err
-	}
-	rdb := redis.NewClient(&redis.Options{Addr: os.Getenv(procAddrEnv), ContextTimeoutEnabled: true})
-	c, err := lease.New(rdb)
-	if err != nil {
-		rdb.Close()
-		return nil, nil, 0, err
-	}
-	s, err := c.Semaphore(os.Getenv(procNameEnv), permits)
-	if err != nil {
-		rdb.Close()
-		return nil, nil, 0, err
-	}
-	return rdb, s, ttl, nil
-}
-
-// semCmdMain obeys the commands on stdin until it closes:
-//
-//	acquire    Acquire(ctx, ttl), ctx ending after procWaitEnv
-//	release    Release the lease
-//	write      write through the redisverifier with the lease's token: SET
-//	           NAME:data to the holder id, resource NAME
-//	stopwrite  read Held(), answer "stopping", stop itself (SIGSTOP) until
-//	           SIGCONT, then write as above: a holder paused between its
-//	           check and its write, as by a GC pause or a page fault
-func semCmdMain() error {
-	rdb, s, ttl, err := semChildSemaphore()
-	if err != nil {
-		return err
-	}
-	defer rdb.Close()
-	wait, err := time.ParseDuration(os.Getenv(procWaitEnv))
-	if err != nil {
-		return err
-	}
-	var v *redisverifier.Verifier
-	if addr := os.Getenv(semStoreEnv); addr != "" {
-		store := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true})
-		defer store.Close()
-		if v, err = redisverifier.New(store); err != nil {
-			return err
-		}
-	}
-	write := func(l *lease.Lease) error {
-		if v == nil || l == nil {
-			return errors.New("no verifier or no lease")
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		return v.Set(ctx, s.Name(), l.Token(), s.Name()+":data", l.Holder(), 0)
-	}
-	out := json.NewEncoder(os.Stdout)
-	var l *lease.Lease
-	sc := bufio.NewScanner(os.Stdin)
-	for sc.Scan() {
-		var err error
-		rep := semReport{Op: sc.Text()}
-		switch rep.Op {
-		case "acquire":
-			ctx, cancel := context.WithTimeout(context.Background(), wait)
-			l, err = s.Acquire(ctx, ttl)
-			cancel()
-		case "release":
-			if l == nil {
-				return errors.New("release: no lease")
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			err = l.Release(ctx)
-			cancel()
-		case "write":
-			err = write(l)
-		case "stopwrite":
-			if err := out.Encode(semReport{Op: "stopping", Held: l.Held(), At: time.Now().UnixNano()}); err != nil {
-				return err
-			}
-			faults.StopSelf()
-			err = write(l)
-		default:
-			return fmt.Errorf("unknown command %q", rep.Op)
-		}
-		rep.At = time.Now().UnixNano()
-		if err != nil {
-			rep.Err = err.Error()
-			var se *verifier.StaleError
-			if errors.As(err, &se) {
-				rep.Stale, rep.Highest = errors.Is(err, verifier.ErrStale), se.Highest
-			}
-		}
-		if l != nil {
-			rep.Held = l.Held()
-			rep.Key, rep.Seq, rep.Holder = l.Token().Key, l.Token().Seq, l.Holder()
-			rep.Deadline = l.Deadline().UnixNano()
-			_, rep.Slot, _ = lease.ParsePermitName(l.Name())
-		}
-		if err := out.Encode(rep); err != nil {
-			return err
-		}
-	}
-	return sc.Err()
-}
-
-// semLoopMain takes a permit, holds it 5 to 80ms, releases it, waits up to
-// 20ms, and again, until semUntilEnv; it records each belief in its file
-// (semRecord), each line written at once, with one write(2).
-func semLoopMain() error {
-	rdb, s, ttl, err := semChildSemaphore()
-	if err != nil {
-		return err
-	}
-	defer rdb.Close()
-	until, err := strconv.ParseInt(os.Getenv(semUntilEnv), 10, 64)
-	if err != nil {
-		return err
-	}
-	f, err := os.OpenFile(os.Getenv(semRecordEnv), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	record := func(r semRecord) error {
-		b, err := json.Marshal(r)
-		if err != nil {
-			return err
-		}
-		_, err = f.Write(append(b, '\n'))
-		return err
-	}
-	ctx, cancel := context.WithDeadline(context.Background(), time.Unix(0, until))
-	defer cancel()
-	for ctx.Err() == nil {
-		l, err := s.Acquire(ctx, ttl)
-		from := time.Now()
-		if err != nil {
-			if ctx.Err() == nil {
-				fmt.Fprintln(os.Stderr, "acquire:", err)
-				time.Sleep(10 * time.Millisecond)
-			}
-			continue
-		}
-		_, slot, _ := lease.ParsePermitName(l.Name())
-		r := semRecord{Slot: slot, Seq: l.Token().Seq, From: from.UnixNano(), Deadline: l.Deadline().UnixNano()}
-		if err := record(r); err != nil {
-			return err
-		}
-		time.Sleep(5*time.Millisecond + rand.N(75*time.Millisecond))
-		r.From, r.End, r.Deadline = 0, time.Now().UnixNano(), l.Deadline().UnixNano()
-		if err := record(r); err != nil {
-			return err
-		}
-		rctx, rcancel := context.WithTimeout(context.Background(), 5*time.Second)
-		l.Release(rctx) // ErrLost after a pause past the ttl: nothing to do
-		rcancel()
-		time.Sleep(rand.N(20 * time.Millisecond))
-	}
-	return nil
-}
-
-// semChild is a running semaphore child.
-type semChild struct {
-	cmd     *exec.Cmd
-	in      io.WriteCloser
-	reports chan semReport
-	exited  chan struct{} // closed once it was reaped
-	mu      sync.Mutex    // guards stderr, dead
-	stderr  bytes.Buffer
-	dead    bool // killed: signal it no more (its pid may be reused once reaped)
-}
-
-func (c *semChild) Write(p []byte) (int, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.stderr.Write(p)
-}
-
-// startSemChild starts the test binary in child mode on semaphore n of
-// permits on the Redis at addr, with env added (KEY=value).
-func startSemChild(t *testing.T, mode, addr, n string, permits int, ttl time.Duration, env ...string) *semChild {
-	t.Helper()
-	exe, err := os.Executable()
-	require.NoError(t, err)
-	c := &semChild{reports: make(chan semReport, 16), exited: make(chan struct{})}
-	c.cmd = exec.Command(exe, "-test.run=^$")
-	c.cmd.Env = append(append(os.Environ(),
-		procEnv+"="+mode, procAddrEnv+"="+addr, procNameEnv+"="+n,
-		semPermitsEnv+"="+strconv.Itoa(permits), procTTLEnv+"="+ttl.String()), env...)
-	c.cmd.Stderr = c
-	c.in, err = c.cmd.StdinPipe()
-	require.NoError(t, err)
-	out, err := c.cmd.StdoutPipe()
-	require.NoError(t, err)
-	require.NoError(t, c.cmd.Start())
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			var rep semReport
-			if err := json.Unmarshal(sc.Bytes(), &rep); err != nil {
-				c.Write([]byte("stdout: " + sc.Text() + "\n"))
-				continue
-			}
-			c.reports <- rep
-		}
-		c.cmd.Wait()
-		close(c.exited)
-	}()
-	t.Cleanup(func() {
-		c.kill()
-		<-c.exited
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		if s := c.stderr.String(); s != "" {
-			t.Logf("child %d (%s) stderr:\n%s", c.cmd.Process.Pid, mode, s)
-		}
-	})
-	return c
-}
-
-// send writes one command to the child's stdin.
-func (c *semChild) send(t *testing.T, cmd string) {
-	t.Helper()
-	_, err := io.WriteString(c.in, cmd+"\n")
-	require.NoError(t, err, "command %q", cmd)
-}
-
-// next waits for the child's next answer, which must be to op.
-func (c *semChild) next(t *testing.T, op string, timeout time.Duration) semReport {
-	t.Helper()
-	select {
-	case rep := <-c.reports:
-		require.Equal(t, op, rep.Op, "the child answered %+v", rep)
-		return rep
-	case <-c.exited:
-		t.Fatalf("child exited (%v) before answering %q", c.cmd.ProcessState, op)
-	case <-time.After(timeout):
-		t.Fatalf("no answer to %q within %v", op, timeout)
-	}
-	panic("unreachable")
-}
-
-// signal sends sig unless the child was killed.
-func (c *semChild) signal(sig syscall.Signal) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if !c.dead {
-		c.cmd.Process.Signal(sig)
-	}
-}
-
-// kill sends SIGKILL (once) and returns the instant it was sent.
-func (c *semChild) kill() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if !c.dead {
-		c.dead = true
-		c.cmd.Process.Kill()
-	}
-	return time.Now()
-}
-
-// stop freezes the child and waits until it is frozen.
-func (c *semChild) stop(t *testing.T) {
-	t.Helper()
-	c.signal(syscall.SIGSTOP)
-	require.True(t, faults.WaitStopped(t.Context(), c.cmd.Process.Pid, 5*time.Second), "child %d stopped", c.cmd.Process.Pid)
-}
-
-func (c *semChild) waitExit(t *testing.T, timeout time.Duration) {
-	t.Helper()
-	select {
-	case <-c.exited:
-	case <-time.After(timeout):
-		t.Fatalf("child %d did not exit within %v", c.cmd.Process.Pid, timeout)
-	}
-}
-
-func semSlotKey(n string, slot int) string { return "fencelock:{" + n + "}#" + strconv.Itoa(slot) }
-func semQueueKey(n string) string          { return "fencelock:{" + n + "}#queue" }
-
-// semWaitQueued waits until the semaphore's queue holds want waiters and
-// returns them, head first.
-func semWaitQueued(t *testing.T, rdb redis.UniversalClient, n string, want int) []string {
-	t.Helper()
-	var q []string
-	require.Eventually(t, func() bool {
-		var err error
-		q, err = rdb.ZRange(t.Context(), semQueueKey(n), 0, -1).Result()
-		return err == nil && len(q) == want
-	}, 20*time.Second, 2*time.Millisecond, "%d waiters in %s", want, semQueueKey(n))
-	return q
-}
-
-func unixTime(ns int64) time.Time { return time.Unix(0, ns) }
 
 // TestSemaphoreProcessNeverMoreThanN: 8 processes take turns on a
 // semaphore of 3 (ttl 500ms, each holding 5 to 80ms) for 9s while the test
 // freezes random ones for random spells (50ms to 1.25s, so often past the
-// ttl), freezes holders on purpose past their ttl, and kills two (each
-// replaced by a new process). Each child writes down when it believed it
-// held a permit: from Acquire's return to the earlier of its release and
-// its lease's Deadline(), the lease's own bound of its validity. At no
-// instant may more than 3 such beliefs overlap, nor two on one slot, and
-// each slot's tokens grow in the order of its holders.
+// ttl), freezes holders on purpose past their ttl, and kills two holders
+// (each replaced by a new process). Each child writes down when it
+// believed it held a permit: from Acquire's return to the earlier of its
+// release and its lease's Deadline(), the lease's own bound of its
+// validity (semaphore_beliefs_test.go). At no instant may more than 3 such
+// beliefs overlap, nor two on one slot, and each slot's tokens grow in the
+// order of its holders. (A freeze between Acquire's return and the child's
+// clock read shortens the belief it writes down: it can hide an overlap,
+// never make one up; the test logs how many beliefs began past their
+// deadline.)
 //
 // The check can fail: children given 4 permits overlap 4 at once, and a
 // belief not cut at the Deadline (a holder frozen past its ttl that goes
 // on to its release) overlaps its slot's next holder; the test logs how
 // many such overlaps that wrong bound would have counted.
 func TestSemaphoreProcessNeverMoreThanN(t *testing.T) {
-	r, rdb := procRedis(t)
+	r, _ := procRedis(t)
 	const (
 		permits  = 3
 		children = 8
@@ -455,49 +87,48 @@ func TestSemaphoreProcessNeverMoreThanN(t *testing.T) {
 		var last semRecord
 		return json.Unmarshal(lines[len(lines)-1], &last) == nil && last.End == 0 && last.Seq != 0
 	}
-	// One freeze at a time per child, so that no thaw cuts another's
-	// freeze short.
+	// One freeze at a time per child: a freeze has an id, and only the
+	// freeze that holds a child thaws it, so that no thaw cuts another's
+	// short. A freeze may take a child over from another (steal): the
+	// other's thaw then does nothing.
 	var mu sync.Mutex
-	frozen := map[*semChild]bool{}
-	freeze := func(k *semChild) bool {
+	frozen := map[*semChild]int{}
+	freezes := 0
+	freeze := func(k *semChild, steal bool) int {
 		mu.Lock()
 		defer mu.Unlock()
-		if frozen[k] {
-			return false
+		if frozen[k] != 0 && !steal {
+			return 0
 		}
-		frozen[k] = true
-		return true
+		freezes++
+		frozen[k] = freezes
+		return freezes
 	}
-	thaw := func(k *semChild) {
+	thaw := func(k *semChild, id int) {
 		mu.Lock()
 		defer mu.Unlock()
-		k.signal(syscall.SIGCONT)
-		delete(frozen, k)
+		if frozen[k] == id {
+			k.signal(syscall.SIGCONT)
+			delete(frozen, k)
+		}
 	}
-
-	// findHolder freezes the children in turn until one holds and returns
-	// its index, frozen, or -1 if none held. With anyFrozen, it looks at
-	// the children another freeze holds too (and leaves them frozen).
-	findHolder := func(anyFrozen bool) int {
+	// findHolder freezes the children in turn until one holds, and
+	// returns its index and the freeze that holds it, or -1 if none held.
+	// With steal, it looks at the children another freeze holds too.
+	findHolder := func(steal bool) (int, int) {
 		for _, j := range rnd.Perm(len(kids)) {
 			k := kids[j]
-			if !freeze(k) {
-				if !anyFrozen {
-					continue
-				}
-				k.stop(t) // its SIGSTOP may not have landed yet
-				if holding(k) {
-					return j
-				}
+			id := freeze(k, steal)
+			if id == 0 {
 				continue
 			}
 			k.stop(t)
 			if holding(k) {
-				return j
+				return j, id
 			}
-			thaw(k)
+			thaw(k, id)
 		}
-		return -1
+		return -1, 0
 	}
 
 	var wg sync.WaitGroup
@@ -505,12 +136,11 @@ func TestSemaphoreProcessNeverMoreThanN(t *testing.T) {
 	chaosEnd := until.Add(-1500 * time.Millisecond)
 	for step := 0; time.Now().Before(chaosEnd); step++ {
 		time.Sleep(80*time.Millisecond + upTo(170*time.Millisecond))
-		i := rnd.IntN(len(kids))
 		switch {
 		case (step >= 8 && kills == 0) || (step >= 25 && kills == 1):
 			// A holder killed, frozen first so that it holds when killed
 			// (none held: at a later step).
-			if j := findHolder(true); j >= 0 {
+			if j, _ := findHolder(true); j >= 0 {
 				kids[j].kill()
 				kills++
 				kids[j] = start()
@@ -519,17 +149,18 @@ func TestSemaphoreProcessNeverMoreThanN(t *testing.T) {
 		case step%5 == 0 && frozenHolders < 4:
 			// On purpose: a holder frozen past its ttl, its slot passing
 			// on meanwhile.
-			if j := findHolder(false); j >= 0 {
+			if j, id := findHolder(false); j >= 0 {
 				frozenHolders++
 				k, d := kids[j], 2*ttl+upTo(ttl)
 				wg.Go(func() {
 					time.Sleep(d)
-					thaw(k)
+					thaw(k, id)
 				})
 			}
 		default:
-			k := kids[i]
-			if !freeze(k) {
+			k := kids[rnd.IntN(len(kids))]
+			id := freeze(k, false)
+			if id == 0 {
 				continue
 			}
 			stops++
@@ -537,7 +168,7 @@ func TestSemaphoreProcessNeverMoreThanN(t *testing.T) {
 			d := 50*time.Millisecond + upTo(1200*time.Millisecond)
 			wg.Go(func() {
 				time.Sleep(d)
-				thaw(k)
+				thaw(k, id)
 			})
 		}
 	}
@@ -587,141 +218,6 @@ func TestSemaphoreProcessNeverMoreThanN(t *testing.T) {
 		slots[b.slot] = true
 	}
 	assert.Len(t, slots, permits, "every slot used, none other: %v", slots)
-	info, err := rdb.ZCard(t.Context(), semQueueKey(n)).Result()
-	require.NoError(t, err)
-	t.Logf("waiters left in the queue (dead or stopped, until their tickets expire): %d", info)
-}
-
-// semBelief is one holding of a permit by a semloop child, as it believed.
-type semBelief struct {
-	child    int
-	slot     int
-	seq      uint64
-	from     int64 // Acquire returned (unix ns)
-	released int64 // it stopped using it to release it; 0 if it was killed holding
-	deadline int64 // its lease's Deadline()
-}
-
-// to is when the belief ended: its release, or its lease's deadline if
-// that came first (or the child was killed holding).
-func (b semBelief) to() int64 {
-	if b.released == 0 {
-		return b.deadline
-	}
-	return min(b.released, b.deadline)
-}
-
-// naiveTo is the wrong bound, for the figure: the release alone, as a
-// holder that never looks at its lease's validity believes.
-func (b semBelief) naiveTo() int64 {
-	if b.released == 0 {
-		return b.deadline
-	}
-	return b.released
-}
-
-func (b semBelief) String() string {
-	return fmt.Sprintf("child %d slot %d seq %d [%s, %s] (deadline %s, released %s)", b.child, b.slot, b.seq,
-		unixTime(b.from).Format("15:04:05.000000"), unixTime(b.to()).Format("15:04:05.000000"),
-		unixTime(b.deadline).Format("15:04:05.000000"), unixTime(b.released).Format("15:04:05.000000"))
-}
-
-// readBeliefs reads a semloop child's file: each start line followed by
-// its end line, but for a last start with no end (killed while holding).
-func readBeliefs(t *testing.T, child int, file string) []semBelief {
-	t.Helper()
-	b, err := os.ReadFile(file)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil // killed before it first held
-	}
-	require.NoError(t, err)
-	var bs []semBelief
-	lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
-	open := false
-	for i, line := range lines {
-		if line == "" {
-			continue
-		}
-		var r semRecord
-		require.NoError(t, json.Unmarshal([]byte(line), &r), "%s line %d: %q", file, i+1, line)
-		if r.End == 0 {
-			require.False(t, open, "%s line %d: a start after a start", file, i+1)
-			bs = append(bs, semBelief{child: child, slot: r.Slot, seq: r.Seq, from: r.From, deadline: r.Deadline})
-			open = true
-			continue
-		}
-		require.True(t, open, "%s line %d: an end with no start", file, i+1)
-		last := &bs[len(bs)-1]
-		require.True(t, last.slot == r.Slot && last.seq == r.Seq, "%s line %d: the end of another permit than %d/%d", file, i+1, last.slot, last.seq)
-		last.released, last.deadline, open = r.End, max(last.deadline, r.Deadline), false
-	}
-	return bs
-}
-
-// semMostAtOnce returns the most beliefs that overlapped at one instant
-// (an interval [from, to), empty when to <= from) and those beliefs.
-func semMostAtOnce(bs []semBelief, to func(semBelief) int64) (int, []semBelief) {
-	type event struct {
-		at int64
-		up bool
-		i  int
-	}
-	var evs []event
-	for i, b := range bs {
-		if to(b) > b.from {
-			evs = append(evs, event{b.from, true, i}, event{to(b), false, i})
-		}
-	}
-	slices.SortFunc(evs, func(a, b event) int {
-		if a.at != b.at {
-			return cmp.Compare(a.at, b.at)
-		}
-		switch { // an end at the instant another begins: no overlap
-		case a.up == b.up:
-			return 0
-		case a.up:
-			return 1
-		default:
-			return -1
-		}
-	})
-	alive := map[int]bool{}
-	most, at := 0, []semBelief(nil)
-	for _, e := range evs {
-		if !e.up {
-			delete(alive, e.i)
-			continue
-		}
-		alive[e.i] = true
-		if len(alive) > most {
-			most, at = len(alive), nil
-			for i := range alive {
-				at = append(at, bs[i])
-			}
-		}
-	}
-	return most, at
-}
-
-// semSlotOverlaps returns, for each slot, the beliefs that began before
-// the slot's previous belief ended, or with a token not above its.
-func semSlotOverlaps(bs []semBelief, to func(semBelief) int64) []string {
-	bySlot := map[int][]semBelief{}
-	for _, b := range bs {
-		if to(b) > b.from {
-			bySlot[b.slot] = append(bySlot[b.slot], b)
-		}
-	}
-	var bad []string
-	for _, s := range bySlot {
-		slices.SortFunc(s, func(a, b semBelief) int { return cmp.Compare(a.from, b.from) })
-		for i := 1; i < len(s); i++ {
-			if s[i].from < to(s[i-1]) || s[i].seq <= s[i-1].seq {
-				bad = append(bad, fmt.Sprintf("%v then %v", s[i-1], s[i]))
-			}
-		}
-	}
-	return bad
 }
 
 // TestSemaphoreProcessPausedHolderRefused: holder A, a child, takes slot
