@@ -34,7 +34,7 @@ import (
 
 // The child mode's environment.
 const (
-	procEnv      = "FENCELOCK_TEST_CHILD" // "waiter"
+	procEnv      = "FENCELOCK_TEST_CHILD" // "waiter", or semaphore_process_test.go's "semcmd", "semloop"
 	procAddrEnv  = "FENCELOCK_TEST_ADDR"  // Redis host:port
 	procNameEnv  = "FENCELOCK_TEST_NAME"  // lock name
 	procTTLEnv   = "FENCELOCK_TEST_TTL"   // Acquire's ttl
@@ -62,6 +62,9 @@ func processChild() (int, bool) {
 	mode := os.Getenv(procEnv)
 	if mode == "" {
 		return 0, false
+	}
+	if code, ok := semProcessChild(mode); ok { // semaphore_process_test.go's modes
+		return code, true
 	}
 	if mode != "waiter" {
 		fmt.Fprintf(os.Stderr, "unknown %s=%q\n", procEnv, mode)
