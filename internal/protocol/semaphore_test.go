@@ -200,3 +200,22 @@ func TestPermitNameIsTheSlot(t *testing.T) {
 	require.Equal(t, 1, st.Queued)
 	require.Equal(t, "c", st.Head)
 }
+
+// TestSemaphoreForeignPermits: a permits key that another client made
+// garbage does not break a release: the slot is freed and the waiters
+// woken, and the next try writes N again.
+func TestSemaphoreForeignPermits(t *testing.T) {
+	s := semFor(t, 1)
+	sub := subscribe(t, s.Keys, false)
+	require.Equal(t, protocol.Acquired, permitTry(t, s, "a", 0).Outcome)
+	a := protocol.NewAttempt()
+	require.Equal(t, protocol.Held, permitTry(t, s, "b", a).Outcome)
+	require.NoError(t, rdb.Set(t.Context(), s.Permits, "garbage", 0).Err())
+	require.True(t, release(t, s, 0, "a"))
+	p, ok := sub.next(2 * time.Second)
+	require.True(t, ok)
+	require.Equal(t, "", p, "a plain wake-up")
+	r := permitTry(t, s, "b", a)
+	require.Equal(t, protocol.Acquired, r.Outcome)
+	require.Equal(t, "1", mustGet(t, s.Permits))
+}

@@ -378,15 +378,17 @@ end
 -- token of its own counter (hand_off), and the message names it
 -- ("holder:seq:attempt:i"). At or past N it is deleted and handed to
 -- nobody: the semaphore shrank, and the waiters take only the first N
--- slots. With p missing (deleted by hand) it is deleted and the waiters
--- are woken: their tries take it in order. q is as for live_head. Returns
+-- slots. With p missing or not a number (written by another client than
+-- these scripts) it is deleted and the waiters are woken: their tries
+-- take it in order, and write N again. q is as for live_head. Returns
 -- hand_off's error reply, or nil.
 local function pass_slot(i, p, q, channel, counter_ttl, clock_floor, sharded)
-  if p and i < tonumber(p) then
+  local n = p and tonumber(p)
+  if n and i < n then
     return hand_off(channel, counter_ttl, clock_floor, sharded, q, ':' .. i)
   end
   redis.call('DEL', LOCK)
-  if not p then
+  if not n then
     publish(channel, '', sharded)
   end
   return nil
