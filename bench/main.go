@@ -58,6 +58,14 @@ func main() {
 		}
 		return
 	}
+	if spec := os.Getenv(checkrun.SemWriterEnv); spec != "" {
+		// A child of `bench check`: a writer of the semaphore workload.
+		if err := checkrun.RunSemWriter(spec); err != nil {
+			fmt.Fprintln(os.Stderr, "bench check semaphore writer:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if len(os.Args) < 2 {
 		fmt.Fprintln(os.Stderr, usage)
 		os.Exit(2)

@@ -5,16 +5,18 @@ const (
 	CheckerFencedMutex  = "fenced-mutex"
 	CheckerLostUpdate   = "lost-update"
 	CheckerLinearizable = "linearizable"
+	CheckerPermits      = "permits"
 	CheckerExclusion    = "exclusion"
 	CheckerLiveness     = "liveness"
 )
 
 // Checkers lists the checker names in report order.
-var Checkers = []string{CheckerFencedMutex, CheckerLostUpdate, CheckerLinearizable, CheckerExclusion, CheckerLiveness}
+var Checkers = []string{CheckerFencedMutex, CheckerLostUpdate, CheckerLinearizable, CheckerPermits, CheckerExclusion, CheckerLiveness}
 
 // DataCheckers are the checkers of what the protected data suffered; the
-// others (exclusion, liveness) check the lock itself.
-var DataCheckers = []string{CheckerFencedMutex, CheckerLostUpdate, CheckerLinearizable}
+// others (exclusion, liveness) check the lock itself. The permits checker
+// runs on a semaphore's writes only.
+var DataCheckers = []string{CheckerFencedMutex, CheckerLostUpdate, CheckerLinearizable, CheckerPermits}
 
 // Anomaly kinds.
 const (
@@ -31,6 +33,8 @@ const (
 	AnomalyExtraIncr     = "extra-increments" // the counter exceeds acknowledged + unknown increments
 	// linearizability
 	AnomalyNotLinearizable = "not-linearizable"
+	// permits (a semaphore)
+	AnomalyOverPermits = "over-permits" // more holders' writes interleaved than the semaphore has permits
 	// exclusion
 	AnomalyOverlap = "overlap" // two leases' validity windows overlap, no data-loss fault explains it
 	// liveness
@@ -45,6 +49,7 @@ var Anomalies = map[string][]string{
 	CheckerLostUpdate: {AnomalyLostIncr, AnomalyDuplicateIncr, AnomalyRolledBack, AnomalyLostAppend,
 		AnomalyPhantom, AnomalyExtraIncr},
 	CheckerLinearizable: {AnomalyNotLinearizable},
+	CheckerPermits:      {AnomalyOverPermits},
 	CheckerExclusion:    {AnomalyOverlap},
 	CheckerLiveness:     {AnomalyStuck, AnomalyHandedToGhost},
 }

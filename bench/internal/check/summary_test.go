@@ -50,20 +50,20 @@ func TestWriteTable(t *testing.T) {
 		t.Fatalf("want header, 2 rows, notes:\n%s", out)
 	}
 	fields := func(i int) string { return strings.Join(strings.Fields(lines[i]), " ") }
-	if got := fields(0); got != "lock ops acked rejected failed unknown fenced-mutex lost-update linearizable exclusion liveness faults seed" {
+	if got := fields(0); got != "lock ops acked rejected failed unknown fenced-mutex lost-update linearizable permits exclusion liveness faults seed" {
 		t.Fatalf("header %q", got)
 	}
-	if got := fields(1); got != "pg_guarded_withtx* 1200 1100 60 30 10 0 0 0? 1! 0 9 7" {
+	if got := fields(1); got != "pg_guarded_withtx* 1200 1100 60 30 10 0 0 0? — 1! 0 9 7" {
 		t.Fatalf("row 1 %q", got)
 	}
-	if got := fields(2); got != "setnx-getset 900 880 0 0 20 4! 12! — — — 9 7" {
+	if got := fields(2); got != "setnx-getset 900 880 0 0 20 4! 12! — — — — 9 7" {
 		t.Fatalf("row 2 %q", got)
 	}
 	if !strings.Contains(lines[3], "? part of the history undecided") || !strings.Contains(lines[3], "* fenced") {
 		t.Fatalf("notes %q", lines[3])
 	}
 	// columns line up: right-aligned numbers end at the same offset
-	if len(lines[0]) != len(lines[1]) || len([]rune(lines[1])) != len([]rune(lines[2])) {
+	if len([]rune(lines[0])) != len([]rune(lines[1])) || len([]rune(lines[1])) != len([]rune(lines[2])) {
 		t.Fatalf("ragged table:\n%s", out)
 	}
 }

@@ -27,6 +27,7 @@ type options struct {
 	ttl           time.Duration
 	locks         []string
 	faults        []check.Fault
+	killHolder    bool // the semaphore workload's kill-holder fault (not of the schedule)
 	jsonFile      string
 	htmlFile      string
 	redisURL      string
@@ -41,20 +42,25 @@ func kindNames() []string {
 	for _, k := range safety.CheckKinds() {
 		out = append(out, k.Name)
 	}
-	return append(out, kindElection)
+	out = append(out, kindElection)
+	for _, k := range semaphoreInfos {
+		out = append(out, k.Name)
+	}
+	return out
 }
 
 func parse(args []string, stderr io.Writer) (*options, error) {
 	fs := flag.NewFlagSet("check", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	o := &options{fs: fs}
-	fs.BoolVar(&o.quick, "quick", false, "12s per kind, 400ms TTL, a denser fault schedule: every kind in about 2 minutes")
+	fs.BoolVar(&o.quick, "quick", false, "12s per kind, 400ms TTL, a denser fault schedule: every kind in about 2.5 minutes")
 	fs.Int64Var(&o.seed, "seed", 0, "seed of the fault schedule (default: random, printed); the same seed replays the same schedule")
 	fs.IntVar(&o.clients, "clients", 16, "clients per lock kind")
 	fs.DurationVar(&o.duration, "duration", 0, "run time per lock kind (default 60s, or 12s with -quick)")
 	fs.DurationVar(&o.ttl, "ttl", 0, "lock TTL (default 1s, or 400ms with -quick)")
 	lockList := fs.String("locks", strings.Join(kindNames(), ","), "comma-separated lock kinds to run")
-	faultList := fs.String("faults", "all", "comma-separated faults to inject: all, none, or of "+faultNames())
+	faultList := fs.String("faults", "all", "comma-separated faults to inject: all, none, or of "+faultNames()+
+		"; and "+string(faultKillHolder)+" (the semaphore workload's)")
 	fs.StringVar(&o.jsonFile, "json", "", "write every kind's history, schedule and findings as JSON to `FILE`")
 	fs.StringVar(&o.htmlFile, "html", "", "write an HTML timeline per kind (fault windows shaded, anomalies marked) to `FILE`")
 	fs.StringVar(&o.redisURL, "redis-url", "", "Redis for the locks: one URL for the single-node kinds, or five for all (default: throwaway servers; node faults are not applied to given servers)")
@@ -70,7 +76,18 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	if o.locks, err = cli.Pick(*lockList, kindNames()); err != nil {
 		return nil, fmt.Errorf("-locks: %w", err)
 	}
-	if o.faults, err = check.ParseFaults(*faultList); err != nil {
+	var schedFaults []string // kill-holder is the semaphore workload's own
+	for _, f := range strings.Split(*faultList, ",") {
+		switch f = strings.TrimSpace(f); f {
+		case string(faultKillHolder):
+			o.killHolder = true
+			continue
+		case "all":
+			o.killHolder = true
+		}
+		schedFaults = append(schedFaults, f)
+	}
+	if o.faults, err = check.ParseFaults(strings.Join(schedFaults, ",")); err != nil {
 		return nil, fmt.Errorf("-faults: %w", err)
 	}
 	if o.clients < 1 {

@@ -44,7 +44,10 @@ type Kind struct {
 	// Election is what the election workload's leader processes went
 	// through (its row only).
 	Election *ElectionStats `json:"election,omitempty"`
-	Error    string         `json:"error,omitempty"`
+	// Semaphore is what the semaphore workload's writer processes went
+	// through (its rows only).
+	Semaphore *SemaphoreStats `json:"semaphore,omitempty"`
+	Error     string          `json:"error,omitempty"`
 }
 
 // Violations lists the must-hold rules the run broke: a fenced kind with
@@ -114,6 +117,11 @@ func (r *Report) writeText(w io.Writer) error {
 		if es := k.Election; es != nil {
 			notes = append(notes, fmt.Sprintf("%s: %d leader processes, %d terms; %d leaders paused past their term (%d deposed meanwhile), %d killed (longest wait for the next term %s); %s refused",
 				k.Lock.Name, es.Processes, es.Terms, es.Pauses, es.Deposed, es.Kills, es.Failover,
+				report.Plural(k.Summary.Rejected, "late append")))
+		}
+		if ss := k.Semaphore; ss != nil {
+			notes = append(notes, fmt.Sprintf("%s: %d permits, %d writer processes, %d permits granted; %d holders stopped past their ttl (slot granted to another meanwhile in %d), %d delayed writes, %d waiters stopped, %d holders killed (longest wait for the slot's next grant %s), %d Redis restarts; %s refused",
+				k.Lock.Name, ss.Permits, ss.Processes, ss.Acquired, ss.Pauses, ss.Passed, ss.Delays, ss.WaiterPauses, ss.Kills, ss.Freed, ss.Restarts,
 				report.Plural(k.Summary.Rejected, "late append")))
 		}
 		for _, res := range k.Results {

@@ -95,14 +95,17 @@ func run(ctx context.Context, o *options, stdout, stderr io.Writer) (*Report, er
 	rep.Machine.Servers = map[bool]string{true: "given redis", false: "throwaway redis"}[e.given != nil] +
 		map[bool]string{true: ", given postgres", false: ", throwaway postgres"}[o.dbURL != ""]
 	e.db.QueryRow(ctx, "SHOW server_version").Scan(&rep.Machine.Postgres)
-	for _, info := range append(safety.CheckKinds(), electionInfo) {
+	for _, info := range append(append(safety.CheckKinds(), electionInfo), semaphoreInfos...) {
 		if !slices.Contains(o.locks, info.Name) {
 			continue
 		}
 		var k Kind
-		if info.Name == kindElection {
+		switch {
+		case info.Name == kindElection:
 			k = e.runElection(ctx, info)
-		} else {
+		case isSemaphore(info.Name):
+			k = e.runSemaphore(ctx, info)
+		default:
 			k = e.runKind(ctx, info)
 		}
 		rep.Kinds = append(rep.Kinds, k)

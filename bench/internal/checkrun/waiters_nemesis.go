@@ -70,11 +70,15 @@ func (n *nemesis) recordWaiterLeases(client int, lock string, r waiterResult, no
 // two clocks read now rather than at the run's start: the instants are
 // recent, so a step of the wall clock meanwhile does not shift them. 0
 // stays 0: none.
-func (n *nemesis) offset(unixNs int64) time.Duration {
+func (n *nemesis) offset(unixNs int64) time.Duration { return wallOffset(n.rec, unixNs) }
+
+// wallOffset is [nemesis.offset] for any recorder: Unix ns another process
+// reported, as an offset of rec's history (0 stays 0).
+func wallOffset(rec *check.Recorder, unixNs int64) time.Duration {
 	if unixNs == 0 {
 		return 0
 	}
-	now, wall := n.rec.Now(), time.Now().UnixNano()
+	now, wall := rec.Now(), time.Now().UnixNano()
 	return max(now-time.Duration(wall-unixNs), 1)
 }
 

@@ -146,9 +146,9 @@ var Names = []string{"raw", "naive", "setnx-getset", "lease", "redlock-3", "redl
 func FamilyOf(name string) Family {
 	name, _ = SplitServer(name)
 	switch name {
-	case "raw", "naive", "setnx-getset":
+	case "raw", "naive", "setnx-getset", "naive-sem":
 		return Floor
-	case "lease", "redlock-3", "redlock-5":
+	case "lease", "redlock-3", "redlock-5", "semaphore":
 		return Fencelock
 	}
 	return Peer

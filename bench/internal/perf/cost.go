@@ -27,14 +27,15 @@ func cost(ctx context.Context, run *runner, env *env, ls []*locks.Lock) []report
 	out := make([]report.Result, len(ls))
 	for i, l := range ls {
 		run.step("cost", l.Name, i+1, len(ls))
-		out[i] = costOf(ctx, run, env.serversOf(l), l, n)
+		out[i] = costOf(ctx, run, env.serversOf(l), l, "cost", n)
 	}
 	return out
 }
 
-// costOf is cost for one lock, on its servers.
-func costOf(ctx context.Context, run *runner, servers []redis.UniversalClient, l *locks.Lock, n int) report.Result {
-	r := report.Result{Lock: l.Name, Scenario: "cost",
+// costOf is cost for one lock, on its servers, as scenario's result (cost,
+// or the semaphores' sem_cost).
+func costOf(ctx context.Context, run *runner, servers []redis.UniversalClient, l *locks.Lock, scenario string, n int) report.Result {
+	r := report.Result{Lock: l.Name, Scenario: scenario,
 		Note: fmt.Sprintf("%d acquire+release one at a time on one key, alone after a warm-up on it; allocations of the bench process, commands summed over the lock's %s",
 			n, report.Plural(len(servers), "server"))}
 	var errs errorLog

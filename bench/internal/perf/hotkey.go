@@ -25,9 +25,10 @@ const sleepCeiling = "time.Sleep"
 // lock with a waiting acquire run a slice, in turn (each round starting
 // one further on, see interleave). It reports critical sections per
 // second, their ratio to the ceiling's, and the smallest and largest
-// worker share (the medians over the rounds of each round's). It returns
-// the locks' results and the ceiling's.
-func hotkey(ctx context.Context, run *runner, ls []*locks.Lock, scenario string, workers int) ([]report.Result, report.Result) {
+// worker share (the medians over the rounds of each round's). For
+// semaphores of permits permits (1 for a lock) the ceiling is permits
+// sleepers'. It returns the locks' results and the ceiling's.
+func hotkey(ctx context.Context, run *runner, ls []*locks.Lock, scenario string, workers, permits int) ([]report.Result, report.Result) {
 	sz := run.sizes
 	can, idx, out := waiting(ls, scenario)
 	for i := range out {
@@ -43,7 +44,7 @@ func hotkey(ctx context.Context, run *runner, ls []*locks.Lock, scenario string,
 		if i == 0 {
 			n, d := sleepLoop(sz.hotHold, sz.hotSlice)
 			sleeps, slept = sleeps+n, slept+d
-			return float64(n) / d.Seconds()
+			return float64(permits*n) / d.Seconds()
 		}
 		i--
 		counts, d := hotSlice(ctx, run, can[i], scenario, round, workers, &errs[i])
@@ -61,16 +62,25 @@ func hotkey(ctx context.Context, run *runner, ls []*locks.Lock, scenario string,
 	})
 	ceiling := report.Result{Lock: sleepCeiling, Scenario: scenario, Samples: sleeps, PerRound: figs[0],
 		Note: fmt.Sprintf("time.Sleep(%v) in a loop, %d rounds × %v, interleaved with the locks: the most critical sections a second a lock can give", sz.hotHold, sz.hotRounds, sz.hotSlice)}
+	if permits > 1 {
+		ceiling.Note = fmt.Sprintf("%d × time.Sleep(%v) in a loop (one loop timed), %d rounds × %v, interleaved with the semaphores: the most critical sections a second %d permits can give",
+			permits, sz.hotHold, sz.hotRounds, sz.hotSlice, permits)
+	}
 	hold := report.Ptr(float64(sz.hotHold) / float64(time.Millisecond))
 	ceiling.HoldMs = hold
 	if sleeps > 0 {
-		ceiling.OpsPerSec = report.Ptr(float64(sleeps) / slept.Seconds())
+		ceiling.OpsPerSec = report.Ptr(float64(permits*sleeps) / slept.Seconds())
 		ceiling.P50us = report.Ptr(us(slept) / float64(sleeps)) // the mean sleep
 	}
 	for i, l := range can {
 		r := report.Result{Lock: l.Name, Scenario: scenario, Workers: workers, HoldMs: hold, Samples: total[i], PerRound: figs[i+1],
 			Note: fmt.Sprintf("%d workers, one key, %v held; fair share %.3f; %d rounds × %v per lock, interleaved; shares: medians over the rounds",
 				workers, sz.hotHold, 1/float64(workers), sz.hotRounds, sz.hotSlice)}
+		if permits > 1 {
+			r.Permits = permits
+			r.Note = fmt.Sprintf("%d workers, one semaphore of %d permits, %v held; fair share %.3f; %d rounds × %v per semaphore, interleaved; shares: medians over the rounds",
+				workers, permits, sz.hotHold, 1/float64(workers), sz.hotRounds, sz.hotSlice)
+		}
 		if spent[i] > 0 {
 			r.OpsPerSec = report.Ptr(float64(total[i]) / spent[i].Seconds())
 		}

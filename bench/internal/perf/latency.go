@@ -39,8 +39,9 @@ func names(ls []*locks.Lock) []string {
 
 // uncontended measures sequential acquire+release latency on distinct keys,
 // interleaved: in each round every lock runs a batch, in turn. A round's
-// figure is the p50 of its batch; p50 and p99 are over every sample.
-func uncontended(ctx context.Context, run *runner, ls []*locks.Lock) []report.Result {
+// figure is the p50 of its batch; p50 and p99 are over every sample. The
+// results are scenario's (uncontended, or the semaphores' sem_uncontended).
+func uncontended(ctx context.Context, run *runner, ls []*locks.Lock, scenario string) []report.Result {
 	sz := run.sizes
 	samples := make([][]time.Duration, len(ls))
 	errs := make([]errorLog, len(ls))
@@ -51,7 +52,7 @@ func uncontended(ctx context.Context, run *runner, ls []*locks.Lock) []report.Re
 			}
 		}
 	}
-	figs := interleave(ctx, run, "uncontended", sz.rounds, names(ls), func(_, i int) float64 {
+	figs := interleave(ctx, run, scenario, sz.rounds, names(ls), func(_, i int) float64 {
 		l := ls[i]
 		var batch []time.Duration
 		for j := range sz.batch {
@@ -69,7 +70,7 @@ func uncontended(ctx context.Context, run *runner, ls []*locks.Lock) []report.Re
 	})
 	out := make([]report.Result, len(ls))
 	for i, l := range ls {
-		out[i] = report.Result{Lock: l.Name, Scenario: "uncontended", PerRound: figs[i],
+		out[i] = report.Result{Lock: l.Name, Scenario: scenario, PerRound: figs[i],
 			Note: fmt.Sprintf("sequential, distinct keys; %d rounds × %d per lock, interleaved", sz.rounds, sz.batch)}
 		errs[i].fill(&out[i])
 		setLatency(&out[i], samples[i])

@@ -20,11 +20,13 @@ import (
 	"github.com/fencelock/fencelock/verifier/sqlverifier"
 )
 
-// Scenarios is every scenario group, in run order ("pg" runs pg_unguarded,
+// Scenarios is every scenario group, in run order ("semaphore" runs
+// sem_uncontended, sem_cost, sem_hotkey and sem_waiters on raw and the
+// semaphores of locks.SemNames, whatever -locks says; "pg" runs pg_unguarded,
 // pg_guarded, pg_guarded_withtx with pgverifier and pg_perrow; "sql" runs
 // sql_unguarded, sql_guarded, sql_guarded_withtx with sqlverifier and
 // sql_perrow on MariaDB and on PostgreSQL).
-var Scenarios = []string{"uncontended", "cost", "parallel", "wake", "hotkey", "hotkey64", "waiters", "pg", "sql"}
+var Scenarios = []string{"uncontended", "cost", "parallel", "wake", "hotkey", "hotkey64", "waiters", "semaphore", "pg", "sql"}
 
 // Usage is the synopsis of `bench perf`.
 const Usage = "go run ./bench perf [-quick] [-json FILE] [-html FILE] [-redis-url URL[,URL...]] [-database-url URL] [-mysql-dsn DSN] [-locks KIND,...] [-scenarios NAME,...] [-servers KIND,...]"
@@ -144,7 +146,7 @@ func runScenario(ctx context.Context, s string, run *runner, env *env, ls []*loc
 	var out []report.Result
 	switch s {
 	case "uncontended":
-		out = uncontended(ctx, run, ls)
+		out = uncontended(ctx, run, ls, s)
 	case "cost":
 		out = cost(ctx, run, env, ls)
 	case "parallel":
@@ -152,7 +154,7 @@ func runScenario(ctx context.Context, s string, run *runner, env *env, ls []*loc
 	case "wake":
 		out = wake(ctx, run, ls)
 	case "hotkey", "hotkey64":
-		rs, ceiling := hotkey(ctx, run, ls, s, hotkeyWorkers[s])
+		rs, ceiling := hotkey(ctx, run, ls, s, hotkeyWorkers[s], 1)
 		out = rs
 		rep.Ceilings = append(rep.Ceilings, ceiling)
 	case "waiters": // each lock alone, one after the other: not interleaved
@@ -162,6 +164,8 @@ func runScenario(ctx context.Context, s string, run *runner, env *env, ls []*loc
 			}
 			out = append(out, waiters(ctx, run, env, l))
 		}
+	case "semaphore": // its own locks: raw, fencelock's semaphore, the naive one
+		return semaphores(ctx, run, env, rep)
 	case "pg":
 		rs, version, err := pgBench(ctx, run, env.dsn)
 		if err != nil {

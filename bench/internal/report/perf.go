@@ -30,6 +30,7 @@ type Result struct {
 	MaxShare  *float64 `json:"max_share,omitempty"` // hotkey: largest worker's share
 	Workers   int      `json:"workers,omitempty"`   // parallel, hotkey, waiters: goroutines
 	Keys      int      `json:"keys,omitempty"`      // waiters: keys they wait on
+	Permits   int      `json:"permits,omitempty"`   // the semaphore rows: N
 	// hotkey, hotkey64 and their sleep ceiling: how long each critical
 	// section holds the lock (the ceiling: each sleep), in ms.
 	HoldMs *float64 `json:"hold_ms,omitempty"`

@@ -279,6 +279,7 @@ func questions(rep *Perf) []question {
 		}
 		qs = append(qs, q)
 	}
+	qs = append(qs, semQuestions(rep)...)
 	return append(qs, serverQuestions(rep)...)
 }
 
