@@ -80,7 +80,7 @@ func commandCalls(t *testing.T, c *redis.Client) map[string]int {
 // TestUncontendedPermitCommands pins a semaphore's uncontended acquire
 // and release: one MGET reads the waiting and permits keys and every
 // slot, a second the chosen slot's counter and ahead key, then the lock
-// and counter are set; the release is the fair lock's. 9 commands,
+// and counter are set; the release is the fair lock's. 8 commands,
 // whatever N.
 func TestUncontendedPermitCommands(t *testing.T) {
 	own := testenv.NewRedis(t).Client()
