@@ -46,7 +46,7 @@ func (d *dec) i16() int16 {
 // encode appends the canonical bytes of s to b.
 func (m *machine) encode(s *state, b []byte) []byte {
 	e := enc{b}
-	v := &s.srv
+	v, sem := &s.srv, m.cfg.sem() // a semaphore's fields are constant for the lock
 	e.b2(s.now)
 	for _, l := range v.slot[:m.cfg.slots()] {
 		e.b1(l.holder)
@@ -56,7 +56,9 @@ func (m *machine) encode(s *state, b []byte) []byte {
 		e.u(uint64(l.ctr))
 		e.b2(l.ctrExp)
 	}
-	e.b1(v.permits)
+	if sem {
+		e.b1(v.permits)
+	}
 	e.b2(v.queueExp)
 	e.b1(v.epoch)
 	e.flag(v.down)
@@ -74,7 +76,9 @@ func (m *machine) encode(s *state, b []byte) []byte {
 		e.b1(r.holder)
 		e.b1(r.attempt)
 		e.u(uint64(r.seq))
-		e.b1(r.slot)
+		if sem {
+			e.b1(r.slot)
+		}
 	}
 	e.b1(s.nRep)
 	for _, r := range s.reps[:s.nRep] {
@@ -84,7 +88,9 @@ func (m *machine) encode(s *state, b []byte) []byte {
 		e.u(uint64(r.seq))
 		e.b2(r.pttl)
 		e.b1(r.epoch)
-		e.b1(r.slot)
+		if sem {
+			e.b1(r.slot)
+		}
 	}
 	e.b1(s.nMsg)
 	for _, msg := range s.msgs[:s.nMsg] {
@@ -92,7 +98,9 @@ func (m *machine) encode(s *state, b []byte) []byte {
 		e.u(uint64(msg.seq))
 		e.b1(msg.attempt)
 		e.b1(msg.epoch)
-		e.b1(msg.slot)
+		if sem {
+			e.b1(msg.slot)
+		}
 	}
 	for c := 0; c < m.cfg.Clients; c++ {
 		cl := &s.cl[c]
@@ -110,15 +118,19 @@ func (m *machine) encode(s *state, b []byte) []byte {
 		e.b1(cl.epoch)
 		e.b1(int8(cl.claim))
 		e.b2(cl.confirm)
-		e.b1(cl.n)
-		e.b1(cl.slot)
+		if sem {
+			e.b1(cl.n)
+			e.b1(cl.slot)
+		}
 	}
 	e.b = append(e.b, byte(s.losses), byte(s.dups), byte(s.restarts), byte(s.leaves), byte(s.deaths), byte(s.advances))
 	n := m.cfg.slots()
 	for i := range n {
 		e.u(uint64(s.issued[i]))
 		e.b2(s.strand[i])
-		e.b2(s.free[i])
+		if sem {
+			e.b2(s.free[i])
+		}
 	}
 	for _, g := range s.got[:m.cfg.Restarts+1] {
 		for _, g := range g[:n] {
@@ -127,7 +139,9 @@ func (m *machine) encode(s *state, b []byte) []byte {
 		}
 	}
 	e.b2(s.quiet)
-	e.b1(int8(s.surplus))
+	if sem {
+		e.b1(int8(s.surplus))
+	}
 	return e.b
 }
 
@@ -135,7 +149,7 @@ func (m *machine) encode(s *state, b []byte) []byte {
 func (m *machine) decode(b []byte) state {
 	d := dec{b: b}
 	var s state
-	v := &s.srv
+	v, sem := &s.srv, m.cfg.sem()
 	s.now = d.i16()
 	n := m.cfg.slots()
 	for i := range maxSlots {
@@ -151,7 +165,9 @@ func (m *machine) decode(b []byte) state {
 		l.ctr = int64(d.u())
 		l.ctrExp = d.i16()
 	}
-	v.permits = d.i8()
+	if sem {
+		v.permits = d.i8()
+	}
 	v.queueExp = d.i16()
 	v.epoch = d.i8()
 	v.down = d.i8() == 1
@@ -161,15 +177,24 @@ func (m *machine) decode(b []byte) state {
 	}
 	s.nReq = d.i8()
 	for i := range s.reqs[:s.nReq] {
-		s.reqs[i] = request{kind: reqKind(d.i8()), client: d.i8(), acq: d.i8(), holder: d.i8(), attempt: d.i8(), seq: int64(d.u()), slot: d.i8()}
+		s.reqs[i] = request{kind: reqKind(d.i8()), client: d.i8(), acq: d.i8(), holder: d.i8(), attempt: d.i8(), seq: int64(d.u())}
+		if sem {
+			s.reqs[i].slot = d.i8()
+		}
 	}
 	s.nRep = d.i8()
 	for i := range s.reps[:s.nRep] {
-		s.reps[i] = reply{client: d.i8(), acq: d.i8(), kind: repKind(d.i8()), seq: int64(d.u()), pttl: d.i16(), epoch: d.i8(), slot: d.i8()}
+		s.reps[i] = reply{client: d.i8(), acq: d.i8(), kind: repKind(d.i8()), seq: int64(d.u()), pttl: d.i16(), epoch: d.i8()}
+		if sem {
+			s.reps[i].slot = d.i8()
+		}
 	}
 	s.nMsg = d.i8()
 	for i := range s.msgs[:s.nMsg] {
-		s.msgs[i] = message{holder: d.i8(), seq: int64(d.u()), attempt: d.i8(), epoch: d.i8(), slot: d.i8()}
+		s.msgs[i] = message{holder: d.i8(), seq: int64(d.u()), attempt: d.i8(), epoch: d.i8()}
+		if sem {
+			s.msgs[i].slot = d.i8()
+		}
 	}
 	for c := 0; c < m.cfg.Clients; c++ {
 		cl := &s.cl[c]
@@ -184,15 +209,21 @@ func (m *machine) decode(b []byte) state {
 		cl.epoch = d.i8()
 		cl.claim = claim(d.i8())
 		cl.confirm = d.i16()
-		cl.n = d.i8()
-		cl.slot = d.i8()
+		cl.n = 1
+		if sem {
+			cl.n = d.i8()
+			cl.slot = d.i8()
+		}
 	}
 	s.losses, s.dups, s.restarts = d.i8(), d.i8(), d.i8()
 	s.leaves, s.deaths, s.advances = d.i8(), d.i8(), d.i8()
 	for i := range n {
 		s.issued[i] = int64(d.u())
 		s.strand[i] = d.i16()
-		s.free[i] = d.i16()
+		s.free[i] = -1
+		if sem {
+			s.free[i] = d.i16()
+		}
 	}
 	for e := range s.got[:m.cfg.Restarts+1] {
 		for i := range n {
@@ -200,7 +231,9 @@ func (m *machine) decode(b []byte) state {
 		}
 	}
 	s.quiet = d.i16()
-	s.surplus = uint8(d.i8())
+	if sem {
+		s.surplus = uint8(d.i8())
+	}
 	return s
 }
 

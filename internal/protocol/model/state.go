@@ -43,12 +43,12 @@ type server struct {
 // lockKey is a lock key and its counter: the lock's, or a semaphore
 // slot's.
 type lockKey struct {
-	holder int8 // noHolder when the lock key is missing
 	seq    int64
-	exp    int16 // the lock's PX expiry, in ticks
-	hasCtr bool
 	ctr    int64
+	exp    int16 // the lock's PX expiry, in ticks
 	ctrExp int16 // 0: no ttl
+	holder int8  // noHolder when the lock key is missing
+	hasCtr bool
 }
 
 // ticket is a queue entry and its hash value "expiry:ttl" (the ttl is the
@@ -77,8 +77,8 @@ type request struct {
 	acq     int8
 	holder  int8
 	attempt int8
-	seq     int64 // refresh: the lock value's seq it must match (Fixed)
 	slot    int8  // release, refresh, confirm: the semaphore's slot (0 for the lock)
+	seq     int64 // refresh: the lock value's seq it must match (Fixed)
 }
 
 type repKind uint8
@@ -99,20 +99,20 @@ type reply struct {
 	client int8
 	acq    int8
 	kind   repKind
-	seq    int64
-	pttl   int16
 	epoch  int8
 	slot   int8 // acquired, reacquired: the slot got (0 for the lock)
+	pttl   int16
+	seq    int64
 }
 
 // message is a fair handoff on the lock's channel, routed to the waiter
 // that has the holder id (notify does that routing).
 type message struct {
 	holder  int8
-	seq     int64
 	attempt int8 // Fixed: the ticket's attempt at the handoff; Old: 0
 	epoch   int8
 	slot    int8 // the semaphore's slot handed over (0 for the lock)
+	seq     int64
 }
 
 // client is one process running Acquire calls one after the other.

@@ -97,8 +97,10 @@ func (m *machine) signature(s *state, c int8) uint64 {
 	mix(int64(cl.epoch))
 	mix(int64(cl.claim))
 	mix(int64(cl.confirm))
-	mix(int64(cl.n))
-	mix(int64(cl.slot))
+	if m.cfg.sem() {
+		mix(int64(cl.n))
+		mix(int64(cl.slot))
+	}
 	for i, l := range s.srv.slot[:m.cfg.slots()] {
 		if l.holder != noHolder && l.holder/8 == c {
 			mix(int64(1 + 8*i + int(l.holder%8)))
