@@ -103,10 +103,11 @@ func (m *machine) confirm(s *state, c int8) {
 }
 
 // readHandoff is handedOff in wait.go: a message naming this waiter's
-// holder id (a semaphore's: and the slot, which the lease is then for,
-// whatever the waiter's own N; its keys are the name's). The variants differ in which send the deadline counts from;
-// Fixed counts the claim window (the handed key's ttl) from it and, when
-// that is below the ttl, returns a claimed lease that confirms later.
+// holder id (a semaphore's also names the slot, which the lease is then
+// for, whatever the waiter's own N: its keys are the name's). The
+// variants differ in which send the deadline counts from; Fixed counts
+// the claim window (the handed key's ttl) from it and, when that is below
+// the ttl, returns a claimed lease that confirms later.
 func (m *machine) readHandoff(s *state, c int8, msg message) *violation {
 	cl := &s.cl[c]
 	claim, drift := int16(m.cfg.claim()), int16(m.cfg.Drift)
@@ -145,9 +146,10 @@ func (m *machine) readHandoff(s *state, c int8, msg message) *violation {
 // checks property (b) on the client side: a lease that is live when the
 // client gets it carries a token above every token of its slot gotten
 // live before in its server epoch or an earlier one (the same token again
-// only for the same holder: a re-acquire). A lease whose lock an older epoch set may carry a lower
-// token than one of a newer epoch gotten before it: the restart lost its
-// lock, and the verifier rejects it once the newer token has written.
+// only for the same holder: a re-acquire). A lease whose lock an older
+// epoch set may carry a lower token than one of a newer epoch gotten
+// before it: the restart lost its lock, and the verifier rejects it once
+// the newer token has written.
 func (m *machine) grant(s *state, c, i int8, seq int64, deadline int16, epoch int8) *violation {
 	cl := &s.cl[c]
 	h := m.holderOf(c, cl.acq)

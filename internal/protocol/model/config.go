@@ -214,7 +214,10 @@ type Property string
 const (
 	Exclusion Property = "exclusion" // (a) two live leases of one server epoch at once (a semaphore: of one slot, or more than N)
 	Order     Property = "order"     // (b) a token at or below one granted or issued before (a semaphore: on the same slot)
-	Liveness  Property = "liveness"  // (c) a lock or ticket outlives its bound after all left, a lock handed to a dead waiter outlives StrandBound, or a semaphore's slot stays untaken past FreeBound
+	// (c) a lock or ticket outlives its bound after all left, a lock handed
+	// to a dead waiter outlives StrandBound, or a semaphore's slot waits
+	// for its live head past FreeBound
+	Liveness Property = "liveness"
 )
 
 // Step is one line of a trace: the tick, who acted, what it did, and the
