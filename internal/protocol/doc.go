@@ -108,6 +108,12 @@
 //     reaches Redis after its process died (a try sent just before, or
 //     the refresh of a handoff read late) acts for it as a holder's
 //     would, and the lock then lasts that request's ttl.
+//   - A semaphore of N ([Semaphore]) is N such locks, its slots, each with
+//     its own counter, sharing one queue: the properties above hold slot by
+//     slot, at most N windows are open at once (after N shrank, the new N
+//     once the slots past it were let go of), and a slot that is free, or
+//     handed to a waiter that died, while a live waiter that can take it
+//     heads the queue, is taken within [ClaimTTL] plus that waiter's poll.
 //
 // Bounded work: no script call's cost grows with what other clients left
 // or wrote, because Redis serves no one else meanwhile. The queue holds at

@@ -3,6 +3,7 @@ package protocol_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -58,6 +59,8 @@ import (
 // Not compared: the counter's ttl amount (advance.lua resets the ttl of a counter it lifts, the model
 // keeps its expiry: on the safe side, and not seen here), and clients:
 // the client side of the model (wait.go's loop) is not the code here.
+//
+// TestModelReplaySemaphore does the same for a semaphore, slot by slot.
 func TestModelReplay(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -83,35 +86,48 @@ func TestModelReplay(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			cfg, err := tc.cfg.WithDefaults()
-			if err != nil {
-				t.Fatal(err)
-			}
-			seen := map[string]int{}
-			for seed := uint64(1); seed <= uint64(tc.walks); seed++ {
-				replayWalk(t, cfg, seed, seen)
-			}
-			t.Logf("%d walks, server steps compared: %v", tc.walks, seen)
-			need := []string{"acquired", "reacquired", "held", "queued", "handoff", "refreshed", "refresh failed",
-				"released", "lock expired", "ticket expired"}
-			if cfg.Restarts > 0 {
-				need = append(need, "restart")
-			}
-			if cfg.Advances > 0 {
-				need = append(need, "advance")
-			}
-			if cfg.CounterTTL > 0 {
-				need = append(need, "counter expired")
-			}
-			if cfg.TTL > cfg.TicketTTL {
-				need = append(need, "claimed handoff", "confirmed", "confirm failed")
-			}
-			for _, e := range need {
-				if seen[e] == 0 {
-					t.Errorf("no %q step replayed: that path went uncompared", e)
-				}
-			}
+			replayWalks(t, tc.cfg, tc.walks)
 		})
+	}
+}
+
+// replayWalks replays the walks of seeds 1..walks and checks that the
+// paths that matter were compared.
+func replayWalks(t *testing.T, cfg model.Config, walks int) {
+	t.Helper()
+	cfg, err := cfg.WithDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]int{}
+	for seed := uint64(1); seed <= uint64(walks); seed++ {
+		replayWalk(t, cfg, seed, seen)
+	}
+	t.Logf("%d walks, server steps compared: %v", walks, seen)
+	need := []string{"acquired", "reacquired", "held", "queued", "handoff", "refreshed", "refresh failed",
+		"released", "lock expired", "ticket expired"}
+	if cfg.Restarts > 0 {
+		need = append(need, "restart")
+	}
+	if cfg.Advances > 0 {
+		need = append(need, "advance")
+	}
+	if cfg.CounterTTL > 0 {
+		need = append(need, "counter expired")
+	}
+	if cfg.TTL > cfg.TicketTTL {
+		need = append(need, "claimed handoff", "confirmed", "confirm failed")
+	}
+	if cfg.Permits > 1 {
+		need = append(need, "drain handoff")
+	}
+	if cfg.NewClients > 0 && cfg.NewPermits < cfg.Permits {
+		need = append(need, "surplus deleted")
+	}
+	for _, e := range need {
+		if seen[e] == 0 {
+			t.Errorf("no %q step replayed: that path went uncompared", e)
+		}
 	}
 }
 
@@ -121,16 +137,14 @@ const tick = 10 * time.Second
 // replayWalk replays one walk, counting the kinds of server steps in seen.
 func replayWalk(t *testing.T, cfg model.Config, seed uint64, seen map[string]int) {
 	t.Helper()
-	r := &replayer{ctx: t.Context(), cfg: cfg, k: protocol.KeysFor("fencelock-replay:", fmt.Sprintf("%s/%d", t.Name(), seed)),
-		tokens: map[int64]uint64{}, tickets: map[string]string{}}
-	r.counter = protocol.Counter{TTL: time.Duration(cfg.CounterTTL) * tick, ClockFloor: cfg.ClockFloor}
+	r := newReplayer(t.Context(), cfg, fmt.Sprintf("%s/%d", t.Name(), seed))
 	r.sub = subscribe(t, r.k, false)
 	now, err := rdb.Time(t.Context()).Result()
 	if err != nil {
 		t.Fatal(err)
 	}
 	r.start = uint64(now.UnixMicro())
-	t.Cleanup(func() { rdb.Del(context.Background(), r.k.Lock, r.k.Counter, r.k.Queue, r.k.Tickets) })
+	t.Cleanup(func() { rdb.Del(context.Background(), r.keys()...) })
 	var trace []string
 	res, err := model.Replay(cfg, seed, 400, func(s model.ServerStep) error {
 		trace = append(trace, s.Step.String())
@@ -167,11 +181,13 @@ func events(cfg model.Config, s model.ServerStep) []string {
 	op := s.Op
 	switch op.Kind {
 	case model.OpTick:
-		if s.Before.Lock != nil && s.After.Lock == nil {
-			e = append(e, "lock expired")
-		}
-		if s.Before.Counter != nil && s.After.Counter == nil {
-			e = append(e, "counter expired")
+		for i, b := range s.Before.Slots {
+			if b.Lock != nil && s.After.Slots[i].Lock == nil {
+				e = append(e, "lock expired")
+			}
+			if b.Counter != nil && s.After.Slots[i].Counter == nil {
+				e = append(e, "counter expired")
+			}
 		}
 		for i, q := range s.After.Queue {
 			if q.Left == 0 && i < len(s.Before.Queue) && s.Before.Queue[i].Left > 0 {
@@ -189,11 +205,18 @@ func events(cfg model.Config, s model.ServerStep) []string {
 	}
 	if op.Released {
 		e = append(e, "released")
+		if op.Kind == model.OpRelease && cfg.Permits > 0 && op.Slot >= s.After.Permits && len(op.Handoffs) == 0 &&
+			slices.ContainsFunc(s.Before.Queue, func(t model.Ticket) bool { return t.Left > 0 }) {
+			e = append(e, "surplus deleted") // not handed to the live waiter
+		}
 	}
-	if op.Handoff != nil {
+	for _, h := range op.Handoffs {
 		e = append(e, "handoff")
-		if l := s.After.Lock; l != nil && l.Left < cfg.TTL {
+		if l := s.After.Slots[h.Slot].Lock; l != nil && l.Left < cfg.TTL {
 			e = append(e, "claimed handoff")
+		}
+		if op.Kind == model.OpTry {
+			e = append(e, "drain handoff")
 		}
 	}
 	return e
@@ -201,23 +224,83 @@ func events(cfg model.Config, s model.ServerStep) []string {
 
 // replayer runs one walk's steps on Redis and compares.
 type replayer struct {
-	ctx     context.Context
-	cfg     model.Config
-	k       protocol.Keys
+	ctx context.Context
+	cfg model.Config
+	// k is the lock's keys, or a semaphore's shared ones (queue, tickets,
+	// waiting, channel); slots is the lock's k, or each slot's keys.
+	k     protocol.Keys
+	slots []protocol.Keys
+	// sems is a semaphore's keys as a client of N = i+1 has them (the
+	// same keys; only the N a call passes differs); nil for the lock.
+	sems    []protocol.Semaphore
 	counter protocol.Counter
 	sub     *subscriber
 	start   uint64            // Redis's clock at the walk's start, µs
-	tokens  map[int64]uint64  // the model's tokens -> Redis's
-	ctr     uint64            // Redis's counter after the last step (when the model has one)
-	highest uint64            // the highest token or counter Redis had in the walk
 	floor   uint64            // the last advance's floor, in Redis's terms
 	tickets map[string]string // holder -> the ticket as the last alignment wrote it
+	at      []slotTokens      // per slot
+}
+
+// slotTokens is what the replay knows of one slot's (the lock's) tokens.
+type slotTokens struct {
+	tokens  map[int64]uint64 // the model's tokens -> Redis's
+	ctr     uint64           // Redis's counter after the last step (when the model has one)
+	highest uint64           // the highest token or counter Redis had in the walk
+}
+
+// newReplayer is a replayer of a lock, or a semaphore when cfg says so,
+// named name.
+func newReplayer(ctx context.Context, cfg model.Config, name string) *replayer {
+	r := &replayer{ctx: ctx, cfg: cfg, tickets: map[string]string{}}
+	r.counter = protocol.Counter{TTL: time.Duration(cfg.CounterTTL) * tick, ClockFloor: cfg.ClockFloor}
+	if cfg.Permits == 0 {
+		r.k = protocol.KeysFor("fencelock-replay:", name)
+		r.slots = []protocol.Keys{r.k}
+	} else {
+		for n := range max(cfg.Permits, cfg.NewPermits) {
+			r.sems = append(r.sems, protocol.SemaphoreFor("fencelock-replay:", name, n+1))
+		}
+		all := r.sems[len(r.sems)-1]
+		r.k = all.Keys
+		for i := range all.N {
+			r.slots = append(r.slots, all.Slot(i))
+		}
+	}
+	for range r.slots {
+		r.at = append(r.at, slotTokens{tokens: map[int64]uint64{}})
+	}
+	return r
+}
+
+// keys are every key the walk may write.
+func (r *replayer) keys() []string {
+	ks := []string{r.k.Queue, r.k.Tickets, r.k.Waiting}
+	for _, k := range r.slots {
+		ks = append(ks, k.Lock, k.Counter, k.Ahead)
+	}
+	if r.sems != nil {
+		ks = append(ks, r.sems[0].Permits)
+	}
+	return ks
 }
 
 func (r *replayer) holder(name string) string { return "h" + name }
 
 func (r *replayer) release(name string) protocol.Release {
 	return protocol.Release{Holder: r.holder(name), Fair: true, Counter: r.counter, PubSub: protocol.PubSubClassic}
+}
+
+// try runs a try's step: Acquire with a fair Try, or AcquirePermit with
+// the client's N.
+func (r *replayer) try(op model.Op) (protocol.PermitResult, error) {
+	try := protocol.Try{Holder: r.holder(op.Holder), TTL: time.Duration(r.cfg.TTL) * tick, Counter: r.counter,
+		Fair: true, Attempt: protocol.Attempt(op.Attempt)}
+	try = protocol.WithTicketTTL(try, time.Duration(r.cfg.TicketTTL)*tick)
+	if r.sems != nil {
+		return protocol.AcquirePermit(r.ctx, rdb, r.sems[op.N-1], try, protocol.PubSubClassic)
+	}
+	res, err := protocol.Acquire(r.ctx, rdb, r.k, try)
+	return protocol.PermitResult{TryResult: res}, err
 }
 
 // step replays one server step and compares.
@@ -233,7 +316,7 @@ func (r *replayer) step(s model.ServerStep) error {
 		}
 		return r.compare(s, nil)
 	case model.OpRestart:
-		if err := rdb.Del(r.ctx, r.k.Lock, r.k.Counter, r.k.Queue, r.k.Tickets).Err(); err != nil {
+		if err := rdb.Del(r.ctx, r.keys()...).Err(); err != nil {
 			return err
 		}
 		return r.compare(s, nil)
@@ -241,13 +324,10 @@ func (r *replayer) step(s model.ServerStep) error {
 	if err := r.align(s.Before); err != nil {
 		return err
 	}
-	var got *protocol.TryResult
+	var got *protocol.PermitResult
 	switch op.Kind {
 	case model.OpTry:
-		try := protocol.Try{Holder: r.holder(op.Holder), TTL: time.Duration(r.cfg.TTL) * tick, Counter: r.counter,
-			Fair: true, Attempt: protocol.Attempt(op.Attempt)}
-		try = protocol.WithTicketTTL(try, time.Duration(r.cfg.TicketTTL)*tick)
-		res, err := protocol.Acquire(r.ctx, rdb, r.k, try)
+		res, err := r.try(op)
 		if err != nil {
 			return err
 		}
@@ -255,9 +335,12 @@ func (r *replayer) step(s model.ServerStep) error {
 	case model.OpRelease, model.OpLeave:
 		var ok bool
 		var err error
-		if op.Kind == model.OpRelease {
-			ok, err = protocol.Unlock(r.ctx, rdb, r.k, r.release(op.Holder))
-		} else {
+		switch {
+		case op.Kind == model.OpRelease:
+			ok, err = protocol.Unlock(r.ctx, rdb, r.slots[op.Slot], r.release(op.Holder))
+		case r.sems != nil:
+			ok, err = protocol.LeavePermit(r.ctx, rdb, r.sems[op.N-1], r.release(op.Holder), op.PassOn)
+		default:
 			ok, err = protocol.Leave(r.ctx, rdb, r.k, r.release(op.Holder), op.PassOn)
 		}
 		if err != nil {
@@ -270,11 +353,11 @@ func (r *replayer) step(s model.ServerStep) error {
 		var seq uint64
 		if op.Seq != 0 {
 			var known bool
-			if seq, known = r.tokens[op.Seq]; !known {
-				return fmt.Errorf("refresh with seq %d, which Redis never issued", op.Seq)
+			if seq, known = r.at[op.Slot].tokens[op.Seq]; !known {
+				return fmt.Errorf("refresh with seq %d, which Redis never issued on slot %d", op.Seq, op.Slot)
 			}
 		}
-		ok, err := protocol.Refresh(r.ctx, rdb, r.k, r.holder(op.Holder), seq, time.Duration(r.cfg.TTL)*tick)
+		ok, err := protocol.Refresh(r.ctx, rdb, r.slots[op.Slot], r.holder(op.Holder), seq, time.Duration(r.cfg.TTL)*tick)
 		if err != nil {
 			return err
 		}
@@ -286,7 +369,7 @@ func (r *replayer) step(s model.ServerStep) error {
 		// ticks from the walk's start, so that equal floors stay equal.
 		if op.Ahead > 0 {
 			r.floor = r.start + uint64(op.Floor/1000)*uint64(tick.Microseconds())
-		} else if r.floor = r.tokens[op.Floor]; r.floor == 0 {
+		} else if r.floor = r.at[0].tokens[op.Floor]; r.floor == 0 {
 			return fmt.Errorf("advance to seq %d, which Redis never issued", op.Floor)
 		}
 		if _, err := protocol.Advance(r.ctx, rdb, r.k, r.floor, r.counter); err != nil {
@@ -296,18 +379,20 @@ func (r *replayer) step(s model.ServerStep) error {
 	if err := r.compare(s, got); err != nil {
 		return err
 	}
-	return r.handoff(op)
+	return r.handoffs(op)
 }
 
 // expire deletes what the model expired at a tick. A ticket it expired
 // is left to align, which writes it as expired.
 func (r *replayer) expire(before, after model.Server) error {
 	var del []string
-	if before.Lock != nil && after.Lock == nil {
-		del = append(del, r.k.Lock)
-	}
-	if before.Counter != nil && after.Counter == nil {
-		del = append(del, r.k.Counter)
+	for i, b := range before.Slots {
+		if b.Lock != nil && after.Slots[i].Lock == nil {
+			del = append(del, r.slots[i].Lock)
+		}
+		if b.Counter != nil && after.Slots[i].Counter == nil {
+			del = append(del, r.slots[i].Counter)
+		}
 	}
 	if len(before.Queue) > 0 && len(after.Queue) == 0 {
 		del = append(del, r.k.Queue, r.k.Tickets)
@@ -332,8 +417,10 @@ func (r *replayer) align(s model.Server) error {
 		return err
 	}
 	_, err = rdb.Pipelined(r.ctx, func(p redis.Pipeliner) error {
-		if s.Lock != nil {
-			p.PExpire(r.ctx, r.k.Lock, marker(s.Lock.Left))
+		for i, sl := range s.Slots {
+			if sl.Lock != nil {
+				p.PExpire(r.ctx, r.slots[i].Lock, marker(sl.Lock.Left))
+			}
 		}
 		if len(s.Queue) > 0 {
 			p.PExpire(r.ctx, r.k.Queue, marker(s.QueueLeft))
@@ -380,23 +467,23 @@ func (r *replayer) readTickets() (time.Time, map[string]protocol.Ticket, error) 
 	return now.Val().Truncate(time.Millisecond), out, nil
 }
 
-// handoff checks the next message on the lock's channel against the
-// handoff the model published, if any.
-func (r *replayer) handoff(op model.Op) error {
-	if op.Handoff == nil {
-		return nil
-	}
-	p, ok := r.sub.next(2 * time.Second)
-	if !ok {
-		return fmt.Errorf("no handoff message; the model published %+v", *op.Handoff)
-	}
-	m, err := protocol.ParseMessage(p)
-	if err != nil {
-		return err
-	}
-	want := op.Handoff
-	if m.Holder != r.holder(want.Holder) || m.Attempt != protocol.Attempt(want.Attempt) || r.tokens[want.Seq] != m.Seq {
-		return mismatch("message %q; the model published %+v (its seq is %d here)", p, *want, r.tokens[want.Seq])
+// handoffs checks the next messages on the lock's channel against the
+// handoffs the model published, in order: a semaphore's name their slot.
+func (r *replayer) handoffs(op model.Op) error {
+	for _, want := range op.Handoffs {
+		p, ok := r.sub.next(2 * time.Second)
+		if !ok {
+			return fmt.Errorf("no handoff message; the model published %+v", want)
+		}
+		m, err := protocol.ParseMessage(p)
+		if err != nil {
+			return err
+		}
+		seq := r.at[want.Slot].tokens[want.Seq]
+		if m.Holder != r.holder(want.Holder) || m.Attempt != protocol.Attempt(want.Attempt) || seq != m.Seq ||
+			m.Permit != (r.sems != nil) || m.Slot != want.Slot {
+			return mismatch("message %q; the model published %+v (its seq is %d here)", p, want, seq)
+		}
 	}
 	return nil
 }

@@ -8,14 +8,17 @@ package model
 
 func (m *machine) canon(s *state) {
 	now, v := s.now, &s.srv
-	if v.holder != noHolder && v.exp <= now {
-		v.holder, v.seq, v.exp = noHolder, 0, 0
-	}
-	if v.holder == noHolder {
-		s.strand = -1
-	}
-	if v.hasCtr && v.ctrExp != 0 && v.ctrExp <= now {
-		v.hasCtr, v.ctr, v.ctrExp = false, 0, 0
+	for i := range m.cfg.slots() {
+		l := &v.slot[i]
+		if l.holder != noHolder && l.exp <= now {
+			l.clear()
+		}
+		if l.holder == noHolder {
+			s.strand[i] = -1
+		}
+		if l.hasCtr && l.ctrExp != 0 && l.ctrExp <= now {
+			l.hasCtr, l.ctr, l.ctrExp = false, 0, 0
+		}
 	}
 	if v.nq > 0 && v.queueExp <= now {
 		v.nq, v.queue = 0, [maxQueue]ticket{}
@@ -68,6 +71,19 @@ func (m *machine) canon(s *state) {
 		s.quiet = -1
 	case s.quiet < 0:
 		s.quiet = now
+	}
+	if m.cfg.sem() {
+		m.untaken(s)
+	}
+	if m.cfg.shrinks() {
+		for i := m.cfg.NewPermits; i < m.cfg.Permits; i++ {
+			switch {
+			case v.permits == 0 || int(v.permits) > i:
+				s.surplus &^= 1 << i
+			case v.slot[i].holder == noHolder:
+				s.surplus |= 1 << i
+			}
+		}
 	}
 
 	sortSlice(s.reqs[:s.nReq], lessReq)
@@ -125,6 +141,9 @@ func lessReq(a, b *request) bool {
 	if a.attempt != b.attempt {
 		return a.attempt < b.attempt
 	}
+	if a.slot != b.slot {
+		return a.slot < b.slot
+	}
 	return a.seq < b.seq
 }
 
@@ -139,6 +158,9 @@ func lessMsg(a, b *message) bool {
 	}
 	if a.attempt != b.attempt {
 		return a.attempt < b.attempt
+	}
+	if a.slot != b.slot {
+		return a.slot < b.slot
 	}
 	return a.epoch < b.epoch
 }

@@ -1,10 +1,15 @@
 package model
 
-// initial is every client idle before its first Acquire, on an empty
-// server, at tick 0.
+// initial is every client idle before its first Acquire, asking for its
+// N (a semaphore's), on an empty server, at tick 0.
 func (m *machine) initial() state {
-	s := state{quiet: -1, strand: -1}
-	s.srv.holder = noHolder
+	s := state{quiet: -1}
+	for i := range maxSlots {
+		s.srv.slot[i].holder, s.strand[i], s.free[i] = noHolder, -1, -1
+	}
+	for c := range m.cfg.Clients {
+		s.cl[c].n = m.cfg.permitsOf(c)
+	}
 	m.canon(&s)
 	return s
 }

@@ -66,7 +66,7 @@ func (m *machine) readReply(s *state, c int8, r reply) *violation {
 	switch r.kind {
 	case repAcquired, repReacquired:
 		m.note(evTryLease)
-		return m.grant(s, c, r.seq, cl.sent[cl.attempts-1]+ttl-drift, r.epoch)
+		return m.grant(s, c, r.slot, r.seq, cl.sent[cl.attempts-1]+ttl-drift, r.epoch)
 	case repHeld, repQueued:
 		wait := int16(m.cfg.Poll) // ticketTTL/3: a queued waiter renews its ticket
 		if r.kind == repHeld && r.pttl > 0 && r.pttl < wait {
@@ -75,10 +75,10 @@ func (m *machine) readReply(s *state, c int8, r reply) *violation {
 		cl.phase, cl.timer = waiting, s.now+wait
 	case repRefreshed:
 		m.note(evRefreshLease)
-		return m.grant(s, c, cl.seq, cl.deadline+ttl-drift, r.epoch)
+		return m.grant(s, c, cl.slot, cl.seq, cl.deadline+ttl-drift, r.epoch)
 	case repRefreshFailed:
 		m.note(evRefreshFailed)
-		cl.seq, cl.deadline = 0, 0
+		cl.seq, cl.deadline, cl.slot = 0, 0, 0
 		m.retry(s, c) // handedOff returned nil: the next try finds out
 	case repConfirmed:
 		// lifetime's refresh: the deadline moves to the confirm's send +
@@ -87,7 +87,7 @@ func (m *machine) readReply(s *state, c int8, r reply) *violation {
 		cl.deadline, cl.claim, cl.confirm = cl.confirm+ttl-drift, noClaim, 0
 	case repConfirmFailed:
 		m.note(evConfirmFailed)
-		cl.seq, cl.deadline, cl.epoch, cl.claim, cl.confirm = 0, 0, 0, noClaim, 0 // lost
+		cl.seq, cl.deadline, cl.epoch, cl.claim, cl.confirm = 0, 0, 0, noClaim, 0 // lost: its release is for cl.slot
 	}
 	return nil
 }
@@ -99,13 +99,15 @@ func (m *machine) confirm(s *state, c int8) {
 	cl := &s.cl[c]
 	m.note(evConfirmSent)
 	cl.claim, cl.confirm = confirming, s.now
-	s.addReq(request{kind: reqConfirm, client: c, acq: cl.acq, holder: m.holderOf(c, cl.acq), seq: cl.seq})
+	s.addReq(request{kind: reqConfirm, client: c, acq: cl.acq, holder: m.holderOf(c, cl.acq), seq: cl.seq, slot: cl.slot})
 }
 
 // readHandoff is handedOff in wait.go: a message naming this waiter's
-// holder id. The variants differ in which send the deadline counts from;
-// Fixed counts the claim window (the handed key's ttl) from it and, when
-// that is below the ttl, returns a claimed lease that confirms later.
+// holder id (a semaphore's also names the slot, which the lease is then
+// for, whatever the waiter's own N: its keys are the name's). The
+// variants differ in which send the deadline counts from; Fixed counts
+// the claim window (the handed key's ttl) from it and, when that is below
+// the ttl, returns a claimed lease that confirms later.
 func (m *machine) readHandoff(s *state, c int8, msg message) *violation {
 	cl := &s.cl[c]
 	claim, drift := int16(m.cfg.claim()), int16(m.cfg.Drift)
@@ -127,12 +129,12 @@ func (m *machine) readHandoff(s *state, c int8, msg message) *violation {
 	deadline := from + span - drift
 	if 2*(deadline-s.now) < claim {
 		m.note(evRefreshSent)
-		cl.phase, cl.seq, cl.deadline = refreshing, msg.seq, s.now
-		s.addReq(request{kind: reqRefresh, client: c, acq: cl.acq, holder: m.holderOf(c, cl.acq), seq: msg.seq})
+		cl.phase, cl.seq, cl.deadline, cl.slot = refreshing, msg.seq, s.now, msg.slot
+		s.addReq(request{kind: reqRefresh, client: c, acq: cl.acq, holder: m.holderOf(c, cl.acq), seq: msg.seq, slot: msg.slot})
 		return nil
 	}
 	m.note(evHandoffLease)
-	bad := m.grant(s, c, msg.seq, deadline, msg.epoch)
+	bad := m.grant(s, c, msg.slot, msg.seq, deadline, msg.epoch)
 	if int(claim) < m.cfg.TTL && cl.phase == holding && cl.deadline != 0 {
 		m.note(evClaimLease)
 		cl.claim = claimed
@@ -140,17 +142,18 @@ func (m *machine) readHandoff(s *state, c int8, msg message) *violation {
 	return bad
 }
 
-// grant is Acquire returning a lease, and checks property (b) on the
-// client side: a lease that is live when the client gets it carries a
-// token above every token gotten live before in its server epoch or an
-// earlier one (the same token again only for the same holder: a
-// re-acquire). A lease whose lock an older epoch set may carry a lower
-// token than one of a newer epoch gotten before it: the restart lost its
-// lock, and the verifier rejects it once the newer token has written.
-func (m *machine) grant(s *state, c int8, seq int64, deadline int16, epoch int8) *violation {
+// grant is Acquire returning a lease on slot i (the lock's: 0), and
+// checks property (b) on the client side: a lease that is live when the
+// client gets it carries a token above every token of its slot gotten
+// live before in its server epoch or an earlier one (the same token again
+// only for the same holder: a re-acquire). A lease whose lock an older
+// epoch set may carry a lower token than one of a newer epoch gotten
+// before it: the restart lost its lock, and the verifier rejects it once
+// the newer token has written.
+func (m *machine) grant(s *state, c, i int8, seq int64, deadline int16, epoch int8) *violation {
 	cl := &s.cl[c]
 	h := m.holderOf(c, cl.acq)
-	cl.phase, cl.seq, cl.deadline, cl.epoch = holding, seq, deadline, epoch
+	cl.phase, cl.seq, cl.deadline, cl.epoch, cl.slot = holding, seq, deadline, epoch, i
 	if deadline <= s.now {
 		m.note(evDeadOnArrival)
 		if m.cfg.Variant == Old {
@@ -159,19 +162,23 @@ func (m *machine) grant(s *state, c int8, seq int64, deadline int16, epoch int8)
 		}
 		// wait.go does not return a lease that is over: the next try gets
 		// the lock back (if it is still this holder's) with a fresh deadline.
-		cl.seq, cl.deadline, cl.epoch = 0, 0, 0
+		cl.seq, cl.deadline, cl.epoch, cl.slot = 0, 0, 0, 0
 		m.retry(s, c)
 		return nil
 	}
+	slot := ""
+	if m.cfg.sem() {
+		slot = sprintf(" of slot %d", i)
+	}
 	for e := 0; e <= int(epoch); e++ {
-		g := s.got[e]
+		g := s.got[e][i]
 		if g.seq > seq || (g.seq == seq && g.holder != h) {
-			return &violation{Order, sprintf("%s got seq %d (epoch %d) after %s got seq %d (epoch %d)",
-				m.holderName(h), seq, epoch, m.holderName(g.holder), g.seq, e)}
+			return &violation{Order, sprintf("%s got seq %d%s (epoch %d) after %s got seq %d (epoch %d)",
+				m.holderName(h), seq, slot, epoch, m.holderName(g.holder), g.seq, e)}
 		}
 	}
-	if seq > s.got[epoch].seq {
-		s.got[epoch] = granted{seq: seq, holder: h}
+	if seq > s.got[epoch][i].seq {
+		s.got[epoch][i] = granted{seq: seq, holder: h}
 	}
 	return nil
 }
@@ -192,8 +199,8 @@ func (m *machine) giveUp(s *state, c int8, silent bool) {
 // release is Lease.Release: the lease ends when it is called.
 func (m *machine) release(s *state, c int8) {
 	cl := &s.cl[c]
-	s.addReq(request{kind: reqRelease, client: c, acq: cl.acq, holder: m.holderOf(c, cl.acq)})
-	cl.phase, cl.seq, cl.deadline, cl.epoch, cl.claim, cl.confirm = idle, 0, 0, 0, noClaim, 0
+	s.addReq(request{kind: reqRelease, client: c, acq: cl.acq, holder: m.holderOf(c, cl.acq), slot: cl.slot})
+	cl.phase, cl.seq, cl.deadline, cl.epoch, cl.claim, cl.confirm, cl.slot = idle, 0, 0, 0, noClaim, 0, 0
 }
 
 // releasing reports whether client c has a release in flight. Release is

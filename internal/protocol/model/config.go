@@ -92,6 +92,33 @@ type Config struct {
 	SkipAttemptCheck  bool
 	RefreshByHolder   bool
 	ClaimFullDeadline bool
+
+	// Permits, from 1 to 3, checks a fenced semaphore of that many
+	// permits instead of the fair lock (0): sem_acquire.lua, sem_release.lua
+	// and sem_leave.lua on N slots, each a lock with its own counter,
+	// sharing the one queue (see the package doc's "The semaphore"). It
+	// needs Variant Fixed, and Advances 0: Advance is a lock's.
+	Permits int
+	// NewPermits and NewClients change the semaphore's N while its clients
+	// run: the last NewClients clients (at least one, fewer than Clients)
+	// ask for NewPermits permits, the others for Permits. Each try writes
+	// its N into the permits key, which a release reads.
+	NewPermits, NewClients int
+	// FreeBound is the semaphore's no-strand bound in ticks: a slot that is
+	// free, or held by a holder id that no live Acquire can take, while
+	// the live head of the queue is a waiter that can take it, is taken
+	// (by a try or a handoff) within this many ticks, as long as time
+	// passes only once nothing is pending (see the package doc). The
+	// default is the claim window plus Poll.
+	FreeBound int
+
+	// Mutations of the semaphore that must fail. SharedCounter gives every
+	// handoff its token from slot 0's counter, the semaphore's first
+	// counter, instead of the slot's own. HandSurplus lets a release hand
+	// on a slot at or past the N the last try wrote, as if the semaphore
+	// had not shrunk.
+	SharedCounter bool
+	HandSurplus   bool
 }
 
 const (
@@ -100,6 +127,7 @@ const (
 	maxTries    = 4
 	maxAttempts = maxAcq * maxTries
 	maxEpochs   = 4 // restarts + 1
+	maxSlots    = 3 // a semaphore's permits
 )
 
 // norm returns c with defaults filled in, or an error for a bound the
@@ -119,6 +147,10 @@ func (c Config) norm() (Config, error) {
 	def(&c.Horizon, 8)
 	def(&c.LivenessBound, c.TTL+c.TicketTTL)
 	def(&c.StrandBound, c.TicketTTL)
+	if c.Permits > 0 && c.NewClients == 0 {
+		c.NewPermits = c.Permits
+	}
+	def(&c.FreeBound, c.claim()+c.Poll)
 	switch {
 	case c.Clients < 2 || c.Clients > maxClients:
 		return c, fmt.Errorf("model: Clients %d not in 2..%d", c.Clients, maxClients)
@@ -132,6 +164,14 @@ func (c Config) norm() (Config, error) {
 		return c, fmt.Errorf("model: bad times %+v", c)
 	case c.Horizon > 1000:
 		return c, fmt.Errorf("model: Horizon %d over 1000", c.Horizon)
+	case c.Permits < 0 || c.Permits > maxSlots || c.NewPermits < 0 || c.NewPermits > maxSlots:
+		return c, fmt.Errorf("model: Permits %d, NewPermits %d not in 1..%d", c.Permits, c.NewPermits, maxSlots)
+	case c.Permits == 0 && (c.NewPermits != 0 || c.NewClients != 0 || c.SharedCounter || c.HandSurplus):
+		return c, fmt.Errorf("model: a semaphore's setting without Permits")
+	case c.Permits > 0 && (c.Variant != Fixed || c.OldHandoff || c.Advances > 0):
+		return c, fmt.Errorf("model: a semaphore needs Variant Fixed, the claim, and no Advance")
+	case c.Permits > 0 && (c.NewClients < 0 || c.NewClients >= c.Clients || c.NewPermits == 0):
+		return c, fmt.Errorf("model: NewClients %d with NewPermits %d of %d clients", c.NewClients, c.NewPermits, c.Clients)
 	}
 	return c, nil
 }
@@ -146,13 +186,38 @@ func (c *Config) claim() int {
 	return min(c.TTL, c.TicketTTL)
 }
 
+// sem reports whether the model is a semaphore's.
+func (c *Config) sem() bool { return c.Permits > 0 }
+
+// slots is how many slots the server has: the largest N asked for, 1 for
+// the lock.
+func (c *Config) slots() int { return max(c.Permits, c.NewPermits, 1) }
+
+// permitsOf is the N client c asks for: 1 for the lock.
+func (c *Config) permitsOf(client int) int8 {
+	switch {
+	case !c.sem():
+		return 1
+	case client >= c.Clients-c.NewClients:
+		return int8(c.NewPermits)
+	}
+	return int8(c.Permits)
+}
+
+// shrinks reports whether some clients ask for fewer permits than others
+// do, the surplus slots being NewPermits..Permits-1.
+func (c *Config) shrinks() bool { return c.sem() && c.NewPermits < c.Permits }
+
 // Property names a checked property.
 type Property string
 
 const (
-	Exclusion Property = "exclusion" // (a) two live leases of one server epoch at once
-	Order     Property = "order"     // (b) a token at or below one granted or issued before
-	Liveness  Property = "liveness"  // (c) a lock or ticket outlives its bound after all left, or a lock handed to a dead waiter outlives StrandBound
+	Exclusion Property = "exclusion" // (a) two live leases of one server epoch at once (a semaphore: of one slot, or more than N)
+	Order     Property = "order"     // (b) a token at or below one granted or issued before (a semaphore: on the same slot)
+	// (c) a lock or ticket outlives its bound after all left, a lock handed
+	// to a dead waiter outlives StrandBound, or a semaphore's slot waits
+	// for its live head past FreeBound
+	Liveness Property = "liveness"
 )
 
 // Step is one line of a trace: the tick, who acted, what it did, and the

@@ -22,33 +22,44 @@ func (m *machine) reqString(r request) string {
 	h := m.holderName(r.holder)
 	switch r.kind {
 	case reqTry:
+		if m.cfg.shrinks() {
+			return sprintf("try(%s #%d N=%d)", h, r.attempt, m.cfg.permitsOf(int(r.client)))
+		}
 		return sprintf("try(%s #%d)", h, r.attempt)
 	case reqRelease:
-		return sprintf("release(%s)", h)
+		return sprintf("release(%s%s)", h, m.atSlot(r.slot))
 	case reqLeave:
 		return sprintf("leave(%s)", h)
 	case reqConfirm:
-		return sprintf("confirm(%s:%d)", h, r.seq)
+		return sprintf("confirm(%s:%d%s)", h, r.seq, m.atSlot(r.slot))
 	}
 	if m.cfg.Variant == Fixed && !m.cfg.RefreshByHolder {
-		return sprintf("refresh(%s:%d)", h, r.seq)
+		return sprintf("refresh(%s:%d%s)", h, r.seq, m.atSlot(r.slot))
 	}
-	return sprintf("refresh(%s)", h)
+	return sprintf("refresh(%s%s)", h, m.atSlot(r.slot))
+}
+
+// atSlot is " @i" for a semaphore's slot i, "" for the lock.
+func (m *machine) atSlot(i int8) string {
+	if m.cfg.sem() {
+		return sprintf(" @%d", i)
+	}
+	return ""
 }
 
 func (m *machine) msgString(msg message) string {
 	if m.cfg.Variant == Old {
 		return sprintf("handoff(%s:%d)", m.holderName(msg.holder), msg.seq)
 	}
-	return sprintf("handoff(%s:%d #%d)", m.holderName(msg.holder), msg.seq, msg.attempt)
+	return sprintf("handoff(%s:%d #%d%s)", m.holderName(msg.holder), msg.seq, msg.attempt, m.atSlot(msg.slot))
 }
 
-func repString(r reply) string {
+func (m *machine) repString(r reply) string {
 	switch r.kind {
 	case repAcquired:
-		return sprintf("acquired %d", r.seq)
+		return sprintf("acquired %d%s", r.seq, m.atSlot(r.slot))
 	case repReacquired:
-		return sprintf("reacquired %d", r.seq)
+		return sprintf("reacquired %d%s", r.seq, m.atSlot(r.slot))
 	case repHeld:
 		return sprintf("held pttl=%d", r.pttl)
 	case repQueued:
@@ -86,7 +97,7 @@ func (m *machine) describe(s *state, a action) (actor, what string) {
 	case aStart:
 		what = sprintf("Acquire #%d: sends try #%d", cl.acq+1, cl.attempts+1)
 	case aReply:
-		what = "reads " + repString(s.reps[s.replyFor(a.who)])
+		what = "reads " + m.repString(s.reps[s.replyFor(a.who)])
 	case aTimer:
 		what = sprintf("timer fires: sends try #%d", cl.attempts+1)
 	case aRead:
@@ -111,8 +122,9 @@ func (m *machine) outcome(before, after *state, a action) string {
 		return ""
 	}
 	r := before.reqs[a.idx]
+	var out string
 	if r.kind == reqTry || r.kind == reqRefresh || r.kind == reqConfirm {
-		out := " -> " + repString(m.last)
+		out = " -> " + m.repString(m.last)
 		switch cl := &after.cl[r.client]; {
 		case after.replyFor(r.client) >= 0:
 		case cl.phase == waiting && cl.acq == r.acq && before.cl[r.client].phase == trying:
@@ -120,16 +132,42 @@ func (m *machine) outcome(before, after *state, a action) string {
 		default:
 			out += " (nobody waits for it)"
 		}
+	}
+	hs := m.handoffs(before, after, r)
+	for _, msg := range hs {
+		out += sprintf(", hands %s to %s, publishes %s", m.slotName(int(msg.slot)), m.holderName(msg.holder), m.msgString(msg))
+	}
+	if r.kind == reqTry || r.kind == reqRefresh || r.kind == reqConfirm {
 		return out
 	}
-	if h := after.srv.holder; h != noHolder && h != before.srv.holder {
-		return sprintf(" -> hands off to %s, publishes %s", m.holderName(h),
-			m.msgString(message{holder: h, seq: after.srv.seq, attempt: m.handedAttempt(before, h), epoch: after.srv.epoch}))
+	if len(hs) > 0 {
+		return " ->" + out[1:]
 	}
-	if before.srv.holder == r.holder && after.srv.holder == noHolder {
-		return " -> lock deleted"
+	for i := range m.cfg.slots() {
+		if before.srv.slot[i].holder == r.holder && after.srv.slot[i].holder == noHolder {
+			if i >= int(after.srv.permits) && m.cfg.sem() {
+				return sprintf(" -> slot %d deleted: at or past the N of %d", i, after.srv.permits)
+			}
+			return " -> " + m.slotName(i) + " deleted"
+		}
 	}
-	return " -> lock not " + m.holderName(r.holder) + "'s: nothing released"
+	return " -> " + m.slotName(int(r.slot)) + " not " + m.holderName(r.holder) + "'s: nothing released"
+}
+
+// handoffs are the messages server step r published, read off the slots
+// before and after it: each slot whose key went to a holder id other than
+// the step's own (a try's own slot is its reply), in the order of the
+// slots, which is the order of publishing.
+func (m *machine) handoffs(before, after *state, r request) []message {
+	var out []message
+	for i := range m.cfg.slots() {
+		b, a := &before.srv.slot[i], &after.srv.slot[i]
+		if a.holder == noHolder || a.holder == b.holder && a.seq == b.seq || a.holder == r.holder {
+			continue
+		}
+		out = append(out, message{holder: a.holder, seq: a.seq, attempt: m.handedAttempt(before, a.holder), epoch: after.srv.epoch, slot: int8(i)})
+	}
+	return out
 }
 
 // handedAttempt is the attempt of h's ticket in s (Fixed's message
@@ -145,13 +183,28 @@ func (m *machine) handedAttempt(s *state, h int8) int8 {
 func (m *machine) summary(s *state) string {
 	var b strings.Builder
 	v := &s.srv
-	if v.holder == noHolder {
-		b.WriteString("lock=none")
+	if !m.cfg.sem() {
+		if l := &v.slot[0]; l.holder == noHolder {
+			b.WriteString("lock=none")
+		} else {
+			b.WriteString(sprintf("lock=%s:%d exp t%d", m.holderName(l.holder), l.seq, l.exp))
+		}
+		if l := &v.slot[0]; l.hasCtr {
+			b.WriteString(sprintf(" ctr=%d", l.ctr))
+		}
 	} else {
-		b.WriteString(sprintf("lock=%s:%d exp t%d", m.holderName(v.holder), v.seq, v.exp))
-	}
-	if v.hasCtr {
-		b.WriteString(sprintf(" ctr=%d", v.ctr))
+		b.WriteString(sprintf("p=%d", v.permits))
+		for i, l := range v.slot[:m.cfg.slots()] {
+			b.WriteString(sprintf(" @%d=", i))
+			if l.holder == noHolder {
+				b.WriteString("none")
+			} else {
+				b.WriteString(sprintf("%s:%d exp t%d", m.holderName(l.holder), l.seq, l.exp))
+			}
+			if l.hasCtr {
+				b.WriteString(sprintf(" ctr=%d", l.ctr))
+			}
+		}
 	}
 	if v.nq > 0 {
 		b.WriteString(" q=[")
@@ -179,7 +232,7 @@ func (m *machine) summary(s *state) string {
 		net = append(net, m.reqString(r))
 	}
 	for _, r := range s.reps[:s.nRep] {
-		net = append(net, clientName(r.client)+"<-"+repString(r))
+		net = append(net, clientName(r.client)+"<-"+m.repString(r))
 	}
 	for _, msg := range s.msgs[:s.nMsg] {
 		net = append(net, m.msgString(msg))
@@ -207,10 +260,14 @@ func (m *machine) clientString(cl *client) string {
 		if cl.deadline == 0 {
 			return "lost"
 		}
-		if cl.claim != noClaim {
-			return sprintf("HOLDS(%d until t%d, claim)", cl.seq, cl.deadline)
+		lease := sprintf("%d", cl.seq)
+		if m.cfg.sem() {
+			lease = sprintf("@%d:%d", cl.slot, cl.seq)
 		}
-		return sprintf("HOLDS(%d until t%d)", cl.seq, cl.deadline)
+		if cl.claim != noClaim {
+			return sprintf("HOLDS(%s until t%d, claim)", lease, cl.deadline)
+		}
+		return sprintf("HOLDS(%s until t%d)", lease, cl.deadline)
 	case gone:
 		return "gone"
 	}

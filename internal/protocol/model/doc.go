@@ -1,8 +1,11 @@
 // Package model is an explicit-state model checker for the fair lock
 // protocol: the scripts of package protocol (scripts/acquire_fair.lua,
 // release_fair.lua, leave.lua, refresh.lua, advance.lua) and the waiting
-// loop of lease/wait.go. It is pure Go and needs no Redis, so the protocol's
-// properties are checked in every `go test` run, in seconds.
+// loop of lease/wait.go; and, with Config.Permits, for the fenced
+// semaphore (sem_acquire.lua, sem_release.lua, sem_leave.lua, refresh.lua
+// on a slot; see "The semaphore" below). It is pure Go and needs no Redis,
+// so the protocol's properties are checked in every `go test` run, in
+// seconds.
 //
 // # Why a model
 //
@@ -129,14 +132,87 @@
 // set it again since (a try or refresh that arrived after its process
 // died, which acts for it as a holder's would: the documented limit).
 //
+// # The semaphore
+//
+// With Config.Permits = N (1 to 3) the same clients, network, time and
+// queue drive a semaphore: the server has N slots, each a lock key with
+// its own counter (the lock is slot 0 of the same structure), and the
+// permits key, which each try sets to its client's N. The scripts differ
+// from the lock's only in what they do with slots (serverTry,
+// serverRelease, handOff): a try re-acquires the holder's slot among the
+// first N, queues when none is free, and otherwise takes the first free
+// one when the queue has no live head or the caller is it, then hands
+// every other free slot below its N to the next live waiters, each with
+// a message naming the slot; a release or leave hands its slot on, unless
+// the slot is at or past the permits key's N (the semaphore shrank), when
+// it is deleted. A waiter builds its lease for the slot a message names,
+// whatever its own N (the slot's keys are the name's), and releases,
+// refreshes and confirms that slot. A semaphore of one is the fair lock:
+// TestSemaphoreOfOneIsTheLock explores the same number of states either
+// way.
+//
+// Config.NewPermits and NewClients change N while the clients run: the
+// last NewClients clients ask for NewPermits. Each try writes its own N,
+// so the permits key goes back and forth as the old and new clients try,
+// as it does in a rolling deploy.
+//
+// The properties, as the model observes them for a semaphore:
+//
+// (a) Exclusion: no two windows on one slot in one server epoch; no more
+// windows in an epoch than the largest N; and once the semaphore shrank
+// (the permits key holds NewPermits, and every slot from NewPermits up was
+// let go of, or seen free, since the key last went to or below it: the
+// ghost surplus), no more than NewPermits in the server's epoch.
+//
+// (b) Order, per slot: every seq a slot's key is given is above every seq
+// it was given before, and a live lease carries a token above every token
+// of its slot gotten live before (the same one only for the same holder).
+//
+// (c) Liveness: the lock's two bounds hold for every slot (all quiet; a
+// slot handed to a waiter that died is free within StrandBound of the
+// handoff), and no permit is stranded: a slot that is free, or held by a
+// holder id that no live Acquire can take, while the live head of the
+// queue is a waiter that can take it (in its wait, with tries left, and
+// its N above the slot), is taken, by a try or a handoff, within
+// Config.FreeBound ticks (the ghost free): by default the claim window
+// plus Poll, the time a slot handed to a waiter killed before it read the
+// message stays set, plus the next poll of the waiter behind. The bound
+// is tight: one tick less fails (TestSemaphoreMutantsFail). It bounds time
+// that passes when nothing is pending: a tick taken while a request or
+// reply is in flight, a waiter's timer is due, or a waiter has a message
+// to read, is a pause (of the server, the network or a client), which no
+// bound can cover, and the count starts again (prompt). A waiter that died
+// at the head of the queue costs the others its ticket's lifetime,
+// TicketTTL, as for the lock; it is not the live head, and the count
+// waits for it.
+//
+// Two things the scripts do across a change of N, which the properties
+// allow: a waiter handed a slot at or past its own N (handed while the
+// permits key held a larger N) does not see that slot in its next try,
+// which scans its own N: the try queues it again or takes a second free
+// slot under the same holder id, and the slot it does not use stays set
+// for the claim window. And a free slot at or past the N of the queue's
+// live head waits for that head to be served: its tries do not see the
+// slot, and the waiters with a larger N behind it are told it is
+// reserved. The first costs at most the claim window; the second lasts
+// until a slot below the head's N frees, and the no-strand count leaves
+// such a slot out.
+//
+// The semaphore's mutants, which must fail: SharedCounter (a handoff takes
+// its token from slot 0's counter: a slot's tokens go back, (b)) and
+// HandSurplus (a release hands on a slot past the permits key's N: after
+// the shrink as many hold it as before, (a)).
+//
 // # Tied to the scripts
 //
 // The model re-describes the scripts; [Replay] hands a walk's server
 // steps, with the model's keys before and after each, to package
 // protocol's TestModelReplay, which runs the same calls on a real Redis
 // and compares the keys after every step (its doc says what is and is
-// not compared). A change to a script that the model does not share, or
-// the other way round, fails there.
+// not compared); TestModelReplaySemaphore does the same for a semaphore's
+// walks, slot by slot, and compares what InspectSemaphore reads. A change
+// to a script that the model does not share, or the other way round,
+// fails there.
 //
 // # Bounds
 //
@@ -152,6 +228,15 @@
 // confirm, ...) were taken. TestFixedWalks adds 20,000 seeded walks over
 // 30 ticks with four clients, three Acquires each and every kind of
 // fault, and 10,000 more with the ttl above the ticket lifetime.
+//
+// For the semaphore, TestSemaphoreHolds runs two permits with three
+// clients over three or four ticks (the claim with a death and duplicates;
+// drift, a leave and a loss; a restart), three permits with four clients
+// over two ticks, and three clients of which one asks for one permit and
+// two for two: a third of a million to one and a half million states
+// each. TestSemaphoreWalks adds 15,000 walks over 30 ticks with four
+// clients, three Acquires each and every kind of fault: three permits,
+// the claim, and three permits shrinking to two.
 //
 // The waiting and ahead keys (see package protocol's doc) are not modelled:
 // each only lets a script skip a read (the queue, the clock) whose result

@@ -46,14 +46,19 @@ func (d *dec) i16() int16 {
 // encode appends the canonical bytes of s to b.
 func (m *machine) encode(s *state, b []byte) []byte {
 	e := enc{b}
-	v := &s.srv
+	v, sem := &s.srv, m.cfg.sem() // a semaphore's fields are constant for the lock
 	e.b2(s.now)
-	e.b1(v.holder)
-	e.u(uint64(v.seq))
-	e.b2(v.exp)
-	e.flag(v.hasCtr)
-	e.u(uint64(v.ctr))
-	e.b2(v.ctrExp)
+	for _, l := range v.slot[:m.cfg.slots()] {
+		e.b1(l.holder)
+		e.u(uint64(l.seq))
+		e.b2(l.exp)
+		e.flag(l.hasCtr)
+		e.u(uint64(l.ctr))
+		e.b2(l.ctrExp)
+	}
+	if sem {
+		e.b1(v.permits)
+	}
 	e.b2(v.queueExp)
 	e.b1(v.epoch)
 	e.flag(v.down)
@@ -71,6 +76,9 @@ func (m *machine) encode(s *state, b []byte) []byte {
 		e.b1(r.holder)
 		e.b1(r.attempt)
 		e.u(uint64(r.seq))
+		if sem {
+			e.b1(r.slot)
+		}
 	}
 	e.b1(s.nRep)
 	for _, r := range s.reps[:s.nRep] {
@@ -80,6 +88,9 @@ func (m *machine) encode(s *state, b []byte) []byte {
 		e.u(uint64(r.seq))
 		e.b2(r.pttl)
 		e.b1(r.epoch)
+		if sem {
+			e.b1(r.slot)
+		}
 	}
 	e.b1(s.nMsg)
 	for _, msg := range s.msgs[:s.nMsg] {
@@ -87,6 +98,9 @@ func (m *machine) encode(s *state, b []byte) []byte {
 		e.u(uint64(msg.seq))
 		e.b1(msg.attempt)
 		e.b1(msg.epoch)
+		if sem {
+			e.b1(msg.slot)
+		}
 	}
 	for c := 0; c < m.cfg.Clients; c++ {
 		cl := &s.cl[c]
@@ -104,15 +118,30 @@ func (m *machine) encode(s *state, b []byte) []byte {
 		e.b1(cl.epoch)
 		e.b1(int8(cl.claim))
 		e.b2(cl.confirm)
+		if sem {
+			e.b1(cl.n)
+			e.b1(cl.slot)
+		}
 	}
 	e.b = append(e.b, byte(s.losses), byte(s.dups), byte(s.restarts), byte(s.leaves), byte(s.deaths), byte(s.advances))
-	e.u(uint64(s.issued))
+	n := m.cfg.slots()
+	for i := range n {
+		e.u(uint64(s.issued[i]))
+		e.b2(s.strand[i])
+		if sem {
+			e.b2(s.free[i])
+		}
+	}
 	for _, g := range s.got[:m.cfg.Restarts+1] {
-		e.u(uint64(g.seq))
-		e.b1(g.holder)
+		for _, g := range g[:n] {
+			e.u(uint64(g.seq))
+			e.b1(g.holder)
+		}
 	}
 	e.b2(s.quiet)
-	e.b2(s.strand)
+	if sem {
+		e.b1(int8(s.surplus))
+	}
 	return e.b
 }
 
@@ -120,14 +149,25 @@ func (m *machine) encode(s *state, b []byte) []byte {
 func (m *machine) decode(b []byte) state {
 	d := dec{b: b}
 	var s state
-	v := &s.srv
+	v, sem := &s.srv, m.cfg.sem()
 	s.now = d.i16()
-	v.holder = d.i8()
-	v.seq = int64(d.u())
-	v.exp = d.i16()
-	v.hasCtr = d.i8() == 1
-	v.ctr = int64(d.u())
-	v.ctrExp = d.i16()
+	n := m.cfg.slots()
+	for i := range maxSlots {
+		l := &v.slot[i]
+		if i >= n {
+			l.holder, s.strand[i], s.free[i] = noHolder, -1, -1
+			continue
+		}
+		l.holder = d.i8()
+		l.seq = int64(d.u())
+		l.exp = d.i16()
+		l.hasCtr = d.i8() == 1
+		l.ctr = int64(d.u())
+		l.ctrExp = d.i16()
+	}
+	if sem {
+		v.permits = d.i8()
+	}
 	v.queueExp = d.i16()
 	v.epoch = d.i8()
 	v.down = d.i8() == 1
@@ -138,14 +178,23 @@ func (m *machine) decode(b []byte) state {
 	s.nReq = d.i8()
 	for i := range s.reqs[:s.nReq] {
 		s.reqs[i] = request{kind: reqKind(d.i8()), client: d.i8(), acq: d.i8(), holder: d.i8(), attempt: d.i8(), seq: int64(d.u())}
+		if sem {
+			s.reqs[i].slot = d.i8()
+		}
 	}
 	s.nRep = d.i8()
 	for i := range s.reps[:s.nRep] {
 		s.reps[i] = reply{client: d.i8(), acq: d.i8(), kind: repKind(d.i8()), seq: int64(d.u()), pttl: d.i16(), epoch: d.i8()}
+		if sem {
+			s.reps[i].slot = d.i8()
+		}
 	}
 	s.nMsg = d.i8()
 	for i := range s.msgs[:s.nMsg] {
 		s.msgs[i] = message{holder: d.i8(), seq: int64(d.u()), attempt: d.i8(), epoch: d.i8()}
+		if sem {
+			s.msgs[i].slot = d.i8()
+		}
 	}
 	for c := 0; c < m.cfg.Clients; c++ {
 		cl := &s.cl[c]
@@ -160,15 +209,31 @@ func (m *machine) decode(b []byte) state {
 		cl.epoch = d.i8()
 		cl.claim = claim(d.i8())
 		cl.confirm = d.i16()
+		cl.n = 1
+		if sem {
+			cl.n = d.i8()
+			cl.slot = d.i8()
+		}
 	}
 	s.losses, s.dups, s.restarts = d.i8(), d.i8(), d.i8()
 	s.leaves, s.deaths, s.advances = d.i8(), d.i8(), d.i8()
-	s.issued = int64(d.u())
-	for i := range s.got[:m.cfg.Restarts+1] {
-		s.got[i] = granted{seq: int64(d.u()), holder: d.i8()}
+	for i := range n {
+		s.issued[i] = int64(d.u())
+		s.strand[i] = d.i16()
+		s.free[i] = -1
+		if sem {
+			s.free[i] = d.i16()
+		}
+	}
+	for e := range s.got[:m.cfg.Restarts+1] {
+		for i := range n {
+			s.got[e][i] = granted{seq: int64(d.u()), holder: d.i8()}
+		}
 	}
 	s.quiet = d.i16()
-	s.strand = d.i16()
+	if sem {
+		s.surplus = uint8(d.i8())
+	}
 	return s
 }
 

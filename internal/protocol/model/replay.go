@@ -1,10 +1,11 @@
 package model
 
 // Replay hands a walk to a test that runs the same steps on the real
-// scripts (package protocol's TestModelReplay): each step names the
-// script call it made, the model's answer, and the model server's keys
-// before and after it, in the scripts' terms (holder ids, tokens, ticks
-// left before a key or ticket expires).
+// scripts (package protocol's TestModelReplay, and TestModelReplaySemaphore
+// for a semaphore): each step names the script call it made, the model's
+// answer, and the model server's keys before and after it, in the
+// scripts' terms (holder ids, tokens, ticks left before a key or ticket
+// expires).
 
 // OpKind is what a step did to the server.
 type OpKind uint8
@@ -14,9 +15,9 @@ const (
 	OpTick                  // time passed; keys whose time ran out are gone
 	OpRestart               // the server came back empty
 	OpAdvance               // advance.lua
-	OpTry                   // acquire_fair.lua with an attempt (a waiting try)
-	OpRelease               // release_fair.lua
-	OpLeave                 // leave.lua
+	OpTry                   // acquire_fair.lua with an attempt (a waiting try); sem_acquire.lua
+	OpRelease               // release_fair.lua; sem_release.lua on a slot
+	OpLeave                 // leave.lua; sem_leave.lua
 	OpRefresh               // refresh.lua: a handoff's refresh before Acquire returns
 	OpConfirm               // refresh.lua: a claimed lease's confirm to its whole ttl
 )
@@ -43,6 +44,8 @@ type Op struct {
 	Kind    OpKind
 	Holder  string // try, release, leave, refresh, confirm: the holder id, as traces name it ("B2")
 	Attempt int    // try: the attempt id, unique within the walk (from 1)
+	N       int    // a semaphore's try and leave: the N its client asks for
+	Slot    int    // a semaphore's release, refresh, confirm: the slot; a try's: the slot got
 	Seq     int64  // refresh, confirm: the token Seq the lock value must have; 0 for any
 	PassOn  bool   // leave: hand on a lock that was handed to the holder
 	Floor   int64  // advance: the floor, the highest Seq issued or (Ahead) the clock plus Ahead ticks
@@ -50,26 +53,35 @@ type Op struct {
 
 	Reply    ReplyKind // try; refresh and confirm: Refreshed or RefreshFailed
 	ReplySeq int64     // try: the token got
-	PTTL     int       // try answered Held: ticks until the lock expires
+	PTTL     int       // try answered Held: ticks until the lock (a semaphore: its first slot) expires
 	Released bool      // release, leave: the holder's lock was let go
-	Handoff  *Handoff  // release, leave: the handoff message published, if any
+	// Handoffs are the handoff messages published, in order: a release's
+	// or leave's, and a semaphore's try's for the free slots it handed on.
+	Handoffs []Handoff
 }
 
-// Handoff is a handoff message: the lock given to Holder with Seq, after
-// the try Attempt that wrote its ticket.
+// Handoff is a handoff message: the lock (a semaphore's Slot) given to
+// Holder with Seq, after the try Attempt that wrote its ticket.
 type Handoff struct {
 	Holder  string
 	Seq     int64
 	Attempt int
+	Slot    int
 }
 
 // Server is the model server's keys. Left counts the ticks until a key
 // or ticket expires.
 type Server struct {
-	Lock      *LockKey    // nil when the lock key is missing
-	Counter   *CounterKey // nil when the counter is missing
-	Queue     []Ticket    // the queue in order; empty when its keys are missing
-	QueueLeft int         // ticks until both queue keys expire
+	Slots     []Slot   // the lock's keys; a semaphore's slots, from 0
+	Permits   int      // a semaphore's permits key; 0 when missing
+	Queue     []Ticket // the queue in order; empty when its keys are missing
+	QueueLeft int      // ticks until both queue keys expire
+}
+
+// Slot is a lock key and its counter: the lock's, or a semaphore slot's.
+type Slot struct {
+	Lock    *LockKey    // nil when the lock key is missing
+	Counter *CounterKey // nil when the counter is missing
 }
 
 // LockKey is the lock key: "holder:seq".
@@ -157,10 +169,17 @@ func (m *machine) op(s, next *state, a action) Op {
 		return Op{}
 	}
 	r := s.reqs[a.idx]
-	op := Op{Holder: m.holderName(r.holder)}
+	op := Op{Holder: m.holderName(r.holder), N: int(s.cl[r.client].n), Slot: int(r.slot)}
+	for _, msg := range m.handoffs(s, next, r) {
+		op.Handoffs = append(op.Handoffs, Handoff{Holder: m.holderName(msg.holder), Seq: msg.seq,
+			Attempt: attemptID(msg.holder/8, msg.attempt), Slot: int(msg.slot)})
+	}
 	switch r.kind {
 	case reqTry, reqRefresh, reqConfirm:
 		op.Kind, op.Attempt = OpTry, attemptID(r.client, r.attempt)
+		if r.kind == reqTry {
+			op.Slot = int(m.last.slot)
+		}
 		if r.kind != reqTry {
 			op.Kind, op.Attempt = OpRefresh, 0
 			if r.kind == reqConfirm {
@@ -183,10 +202,14 @@ func (m *machine) op(s, next *state, a action) Op {
 	default:
 		panic(sprintf("model: request kind %d has no script call in Replay", r.kind))
 	}
-	op.Released = s.srv.holder == r.holder && op.Kind == OpRelease || op.PassOn && s.srv.holder == r.holder
-	if h := next.srv.holder; op.Released && h != noHolder {
-		i := s.srv.enqueued(h)
-		op.Handoff = &Handoff{Holder: m.holderName(h), Seq: next.srv.seq, Attempt: attemptID(h/8, s.srv.queue[i].attempt)}
+	if op.Kind == OpRelease {
+		op.Released = s.srv.slot[r.slot].holder == r.holder
+	}
+	for i := range int(s.cl[r.client].n) {
+		if op.PassOn && s.srv.slot[i].holder == r.holder {
+			op.Released = true
+			break
+		}
 	}
 	return op
 }
@@ -194,14 +217,16 @@ func (m *machine) op(s, next *state, a action) Op {
 // server is s's keys.
 func (m *machine) server(s *state) Server {
 	v, now := &s.srv, int(s.now)
-	var out Server
-	if v.holder != noHolder {
-		out.Lock = &LockKey{Holder: m.holderName(v.holder), Seq: v.seq, Left: int(v.exp) - now}
-	}
-	if v.hasCtr {
-		out.Counter = &CounterKey{Value: v.ctr}
-		if v.ctrExp != 0 {
-			out.Counter.Left = int(v.ctrExp) - now
+	out := Server{Slots: make([]Slot, m.cfg.slots()), Permits: int(v.permits)}
+	for i, l := range v.slot[:m.cfg.slots()] {
+		if l.holder != noHolder {
+			out.Slots[i].Lock = &LockKey{Holder: m.holderName(l.holder), Seq: l.seq, Left: int(l.exp) - now}
+		}
+		if l.hasCtr {
+			out.Slots[i].Counter = &CounterKey{Value: l.ctr}
+			if l.ctrExp != 0 {
+				out.Slots[i].Counter.Left = int(l.ctrExp) - now
+			}
 		}
 	}
 	for _, t := range v.queue[:v.nq] {

@@ -1,6 +1,7 @@
 package model
 
-// The server side: one Redis running the fair lock's scripts atomically.
+// The server side: one Redis running the fair lock's (or a semaphore's)
+// scripts atomically.
 // Each function is the script named in its comment, reduced to what the
 // model observes. The clock is now*1000 "µs", so that INCR, which adds 1
 // per acquisition, never overtakes the clock by itself.
@@ -8,22 +9,41 @@ package model
 // usOf is the server clock at tick t, in µs.
 func usOf(t int16) int64 { return int64(t) * 1000 }
 
-// serverTry is acquire_fair.lua with an attempt (a waiting try).
+// serverTry is acquire_fair.lua with an attempt (a waiting try), and for a
+// semaphore sem_acquire.lua, which is the same on N slots: the holder's
+// slot is re-acquired; with none free, the try queues; a free slot goes
+// to the queue's live head (or anyone, with nobody queued), and that head
+// hands every other free slot below its N to the next live waiters. The
+// lock is a semaphore of one slot that writes no permits key.
 func (m *machine) serverTry(s *state, r request) (reply, *violation) {
 	v := &s.srv
+	n := int(s.cl[r.client].n)
 	rep := reply{client: r.client, acq: r.acq, epoch: v.epoch}
-	if v.holder != noHolder {
-		if v.holder == r.holder { // re-acquire: also a handoff whose message was lost
-			v.exp = s.now + int16(m.cfg.TTL)
-			s.strand = -1 // a try from the holder id: its ttl, as a holder's
-			if i := v.enqueued(r.holder); i >= 0 {
-				v.dequeue(i)
+	if m.cfg.sem() {
+		v.permits = int8(n)
+	}
+	free := -1
+	for i := range n {
+		l := &v.slot[i]
+		if l.holder == r.holder { // re-acquire: also a handoff whose message was lost
+			l.exp = s.now + int16(m.cfg.TTL)
+			s.strand[i] = -1 // a try from the holder id: its ttl, as a holder's
+			if j := v.enqueued(r.holder); j >= 0 {
+				v.dequeue(j)
 			}
-			rep.kind, rep.seq = repReacquired, v.seq
+			rep.kind, rep.seq, rep.slot = repReacquired, l.seq, int8(i)
 			return rep, nil
 		}
+		if l.holder == noHolder && free < 0 {
+			free = i
+		}
+	}
+	if free < 0 {
 		m.enqueue(s, r.holder, r.attempt)
-		rep.kind, rep.pttl = repHeld, v.exp-s.now
+		rep.kind, rep.pttl = repHeld, v.slot[0].exp-s.now
+		for _, l := range v.slot[1:n] {
+			rep.pttl = min(rep.pttl, l.exp-s.now)
+		}
 		return rep, nil
 	}
 	if m.liveHead(s) {
@@ -34,66 +54,113 @@ func (m *machine) serverTry(s *state, r request) (reply, *violation) {
 		}
 		v.dequeue(0)
 	}
-	seq, bad := m.nextSeq(s)
-	v.holder, v.seq, v.exp = r.holder, seq, s.now+int16(m.cfg.TTL)
-	s.strand = -1
-	rep.kind, rep.seq = repAcquired, seq
+	l := &v.slot[free]
+	seq := m.nextSeq(s, free)
+	bad := m.issue(s, free, seq)
+	l.holder, l.seq, l.exp = r.holder, seq, s.now+int16(m.cfg.TTL)
+	s.strand[free] = -1
+	rep.kind, rep.seq, rep.slot = repAcquired, seq, int8(free)
+	for i := free + 1; i < n && v.nq > 0; i++ {
+		if v.slot[i].holder == noHolder {
+			m.note(evDrain)
+			if b := m.handOff(s, i); bad == nil {
+				bad = b
+			}
+		}
+	}
 	return rep, bad
 }
 
-// serverRelease is release_fair.lua, and leave.lua when leave is "1" (a
-// waiter that gives up: dequeue, then release if the lock was handed to
-// it) or, with ReuseHolder, "2" (dequeue only: the lock may be one the
-// same holder id got in an earlier Acquire).
+// serverRelease is release_fair.lua (sem_release.lua on the request's
+// slot), and leave.lua (sem_leave.lua) when leave is "1" (a waiter that
+// gives up: dequeue, then release what was handed to it: the first of its
+// N slots it has) or, with ReuseHolder, "2" (dequeue only: the lock may
+// be one the same holder id got in an earlier Acquire). A semaphore's slot
+// at or past the N of the last try is deleted, not handed on (permit.lua's
+// pass_slot): the semaphore shrank.
 func (m *machine) serverRelease(s *state, r request) *violation {
 	v := &s.srv
+	i := int(r.slot)
 	if r.kind == reqLeave {
-		if i := v.enqueued(r.holder); i >= 0 {
-			v.dequeue(i)
+		if j := v.enqueued(r.holder); j >= 0 {
+			v.dequeue(j)
 		}
 		if m.cfg.ReuseHolder {
 			return nil
 		}
+		i = -1
+		for j := range int(s.cl[r.client].n) {
+			if v.slot[j].holder == r.holder {
+				i = j
+				break
+			}
+		}
+		if i < 0 {
+			return nil
+		}
 	}
-	if v.holder != r.holder {
+	if v.slot[i].holder != r.holder {
 		return nil
 	}
-	v.holder, v.seq, v.exp = noHolder, 0, 0
+	v.slot[i].clear()
+	if m.cfg.sem() && i >= int(v.permits) {
+		s.surplus |= 1 << i // let go of after the semaphore shrank below it
+		if !m.cfg.HandSurplus {
+			// A missing permits key (a restart) also publishes a plain
+			// wake-up; the model's holders never outlive their keys, so a
+			// slot is never released without it.
+			m.note(evSurplus)
+			return nil
+		}
+	}
+	return m.handOff(s, i)
+}
+
+// handOff is handoff.lua's hand_off on slot i, which is free: it goes to
+// the queue's live head for the claim window, min(TTL, TicketTTL), as the
+// ticket says; the waiter's first refresh extends it to its ttl, and a
+// waiter that died never refreshes, so the slot frees when the claim runs
+// out. With nobody live in the queue it stays free.
+func (m *machine) handOff(s *state, i int) *violation {
+	v := &s.srv
 	if !m.liveHead(s) {
 		return nil // every fair waiter is queued: nobody to wake
 	}
 	head := v.queue[0]
-	seq, bad := m.nextSeq(s)
-	// The ticket's ttl: the claim window (min(ttl, ticket ttl)), which the
-	// waiter's first refresh extends to its ttl; a waiter that died never
-	// refreshes, and the lock frees when the claim runs out.
-	v.holder, v.seq, v.exp = head.holder, seq, s.now+int16(m.cfg.claim())
-	s.strand = s.now
+	ctr := i
+	if m.cfg.SharedCounter {
+		ctr = 0
+	}
+	seq := m.nextSeq(s, ctr)
+	bad := m.issue(s, i, seq)
+	l := &v.slot[i]
+	l.holder, l.seq, l.exp = head.holder, seq, s.now+int16(m.cfg.claim())
+	s.strand[i], s.free[i] = s.now, -1
 	v.dequeue(0)
 	m.note(evHandoff)
 	if !m.takes(s, head.holder/8, head.holder) {
 		m.note(evHandToDead)
 	}
-	s.addMsg(message{holder: head.holder, seq: seq, attempt: head.attempt, epoch: v.epoch})
+	s.addMsg(message{holder: head.holder, seq: seq, attempt: head.attempt, epoch: v.epoch, slot: int8(i)})
 	return bad
 }
 
-// serverRefresh is refresh.lua: the one refresh a handoff read late needs
-// before Acquire returns, or the confirm of a claimed lease after it
-// returned, both to the whole ttl. Fixed matches the whole lock value
-// ("holder:seq"): a handoff message read late must not renew a lock its
-// holder id got again, later, with a newer token.
+// serverRefresh is refresh.lua on the request's slot: the one refresh a
+// handoff read late needs before Acquire returns, or the confirm of a
+// claimed lease after it returned, both to the whole ttl. Fixed matches
+// the whole lock value ("holder:seq"): a handoff message read late must
+// not renew a lock its holder id got again, later, with a newer token.
 func (m *machine) serverRefresh(s *state, r request) reply {
-	v := &s.srv
+	l := &s.srv.slot[r.slot]
 	ok, failed := repRefreshed, repRefreshFailed
 	if r.kind == reqConfirm {
 		ok, failed = repConfirmed, repConfirmFailed
 	}
-	rep := reply{client: r.client, acq: r.acq, kind: failed, epoch: v.epoch}
+	rep := reply{client: r.client, acq: r.acq, kind: failed, epoch: s.srv.epoch, slot: r.slot}
 	bySeq := m.cfg.Variant == Fixed && !m.cfg.RefreshByHolder
-	if v.holder == r.holder && (!bySeq || v.seq == r.seq) {
-		v.exp = s.now + int16(m.cfg.TTL)
-		s.strand = -1 // confirmed by its holder, which held a lease: a holder's ttl
+	if l.holder == r.holder && (!bySeq || l.seq == r.seq) {
+		l.exp = s.now + int16(m.cfg.TTL)
+		s.strand[r.slot] = -1 // confirmed by its holder, which held a lease: a holder's ttl
 		rep.kind = ok
 	}
 	return rep
@@ -129,11 +196,10 @@ func (m *machine) liveHead(s *state) bool {
 	return v.nq > 0
 }
 
-// nextSeq is common.lua's next_seq, under the counter rule the config
-// picks. It checks property (b) on the server side: every seq issued is
-// above every seq issued before, across expiries and restarts.
-func (m *machine) nextSeq(s *state) (int64, *violation) {
-	v, c, now := &s.srv, &m.cfg, usOf(s.now)
+// nextSeq is common.lua's next_seq on slot i's counter (the lock's: slot
+// 0), under the counter rule the config picks.
+func (m *machine) nextSeq(s *state, i int) int64 {
+	v, c, now := &s.srv.slot[i], &m.cfg, usOf(s.now)
 	var seq int64
 	if v.hasCtr {
 		seq = v.ctr + 1
@@ -153,12 +219,23 @@ func (m *machine) nextSeq(s *state) (int64, *violation) {
 			v.ctrExp = max(v.ctrExp, passes(seq))
 		}
 	}
+	return seq
+}
+
+// issue checks property (b) on the server side as slot i's key takes seq:
+// every seq a slot is given is above every seq it was given before,
+// across expiries and restarts.
+func (m *machine) issue(s *state, i int, seq int64) *violation {
 	var bad *violation
-	if seq <= s.issued {
-		bad = &violation{Order, sprintf("server issued seq %d, not above %d issued before", seq, s.issued)}
+	if seq <= s.issued[i] {
+		what := sprintf("server issued seq %d, not above %d issued before", seq, s.issued[i])
+		if m.cfg.sem() {
+			what = sprintf("server issued seq %d on slot %d, not above %d issued on it before", seq, i, s.issued[i])
+		}
+		bad = &violation{Order, what}
 	}
-	s.issued = max(s.issued, seq)
-	return seq, bad
+	s.issued[i] = max(s.issued[i], seq)
+	return bad
 }
 
 // passes is the first tick at which the clock is past µs value u.
@@ -169,7 +246,7 @@ func passes(u int64) int16 { return int16(u/1000 + 1) }
 // lives at least until the clock passes it, so that its loss cannot hand
 // out a token at or below the floor.
 func (m *machine) serverAdvance(s *state, floor int64) {
-	v, c := &s.srv, &m.cfg
+	v, c := &s.srv.slot[0], &m.cfg
 	if !v.hasCtr {
 		v.hasCtr, v.ctr, v.ctrExp = true, floor, 0 // SET KEEPTTL on a missing key: no ttl
 		if !c.OldCounter {
@@ -192,6 +269,8 @@ func (m *machine) serverAdvance(s *state, floor int64) {
 // nothing more in this tick: a restart takes time, and the clock floor
 // relies on the clock having moved on.
 func (s *state) restart() {
-	s.srv = server{holder: noHolder, epoch: s.srv.epoch + 1, down: true}
-	s.strand = -1
+	s.srv = server{epoch: s.srv.epoch + 1, down: true}
+	for i := range s.srv.slot {
+		s.srv.slot[i].holder, s.strand[i] = noHolder, -1
+	}
 }

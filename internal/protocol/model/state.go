@@ -26,20 +26,29 @@ const (
 	dead                    // SIGKILL: stops for good
 )
 
-// server is one Redis: the lock key, the counter, the fair queue with its
-// tickets, and how many times it has restarted (its epoch).
+// server is one Redis: the lock key and its counter (a semaphore's N
+// slots, each a lock key with its own counter), the fair queue with its
+// tickets, a semaphore's permits key, and how many times it has restarted
+// (its epoch).
 type server struct {
-	holder   int8 // noHolder when the lock key is missing
-	seq      int64
-	exp      int16 // the lock's PX expiry, in ticks
-	hasCtr   bool
-	ctr      int64
-	ctrExp   int16 // 0: no ttl
+	slot     [maxSlots]lockKey // the lock is slot 0
+	permits  int8              // a semaphore's permits key: the N of the last try; 0 when missing
 	nq       int8
 	queue    [maxQueue]ticket
 	queueExp int16 // both queue keys expire together (enqueue's PEXPIRE)
 	epoch    int8
 	down     bool // restarted in this tick: executes nothing until the next
+}
+
+// lockKey is a lock key and its counter: the lock's, or a semaphore
+// slot's.
+type lockKey struct {
+	seq    int64
+	ctr    int64
+	exp    int16 // the lock's PX expiry, in ticks
+	ctrExp int16 // 0: no ttl
+	holder int8  // noHolder when the lock key is missing
+	hasCtr bool
 }
 
 // ticket is a queue entry and its hash value "expiry:ttl" (the ttl is the
@@ -68,6 +77,7 @@ type request struct {
 	acq     int8
 	holder  int8
 	attempt int8
+	slot    int8  // release, refresh, confirm: the semaphore's slot (0 for the lock)
 	seq     int64 // refresh: the lock value's seq it must match (Fixed)
 }
 
@@ -89,18 +99,20 @@ type reply struct {
 	client int8
 	acq    int8
 	kind   repKind
-	seq    int64
-	pttl   int16
 	epoch  int8
+	slot   int8 // acquired, reacquired: the slot got (0 for the lock)
+	pttl   int16
+	seq    int64
 }
 
 // message is a fair handoff on the lock's channel, routed to the waiter
 // that has the holder id (notify does that routing).
 type message struct {
 	holder  int8
-	seq     int64
 	attempt int8 // Fixed: the ticket's attempt at the handoff; Old: 0
 	epoch   int8
+	slot    int8 // the semaphore's slot handed over (0 for the lock)
+	seq     int64
 }
 
 // client is one process running Acquire calls one after the other.
@@ -117,6 +129,8 @@ type client struct {
 	epoch    int8               // holding: server epoch of the lock under the lease
 	claim    claim              // holding: whether the lease still stands on a handoff's claim
 	confirm  int16              // claim == confirming: the send tick of the confirm
+	n        int8               // the permits it asks for (a semaphore's N; 1 for the lock)
+	slot     int8               // holding or refreshing: the slot of the lease
 }
 
 // claim is where a lease handed over for the claim window only stands.
@@ -149,10 +163,13 @@ type state struct {
 
 	losses, dups, restarts, leaves, deaths, advances int8
 
-	issued int64              // ghost: highest seq the server ever issued
-	got    [maxEpochs]granted // ghost: highest token gotten live, per epoch
-	quiet  int16              // ghost: tick since which all clients are quiescent; -1 when not
-	strand int16              // ghost: tick of the handoff that set the lock key, until a try or refresh sets it again; -1 when not
+	// Ghosts, per slot where they say so (the lock uses slot 0).
+	issued  [maxSlots]int64              // highest seq the server ever issued, per slot
+	got     [maxEpochs][maxSlots]granted // highest token gotten live, per epoch and slot
+	quiet   int16                        // tick since which all clients are quiescent; -1 when not
+	strand  [maxSlots]int16              // tick of the handoff that set the slot's key, until a try or refresh sets it again; -1 when not
+	free    [maxSlots]int16              // semaphore: tick since which the slot waits for the live head (see untaken); -1 when not
+	surplus uint8                        // semaphore that shrinks: bit i, slot i was let go of or free since the permits key went to or below i
 }
 
 func (s *state) addReq(r request) {
@@ -196,6 +213,9 @@ func (s *state) delMsg(i int) {
 	s.nMsg--
 	s.msgs[s.nMsg] = message{}
 }
+
+// clear deletes the lock key of slot i.
+func (l *lockKey) clear() { l.holder, l.seq, l.exp = noHolder, 0, 0 }
 
 func (s *server) enqueued(h int8) int {
 	for i := 0; i < int(s.nq); i++ {

@@ -42,7 +42,9 @@ func (m *machine) symKey(s *state, b []byte) []byte {
 		}
 		return to[h/8]*8 + h%8
 	}
-	r.srv.holder = rh(r.srv.holder)
+	for i := range r.srv.slot {
+		r.srv.slot[i].holder = rh(r.srv.slot[i].holder)
+	}
 	for i := range r.srv.queue[:r.srv.nq] {
 		r.srv.queue[i].holder = rh(r.srv.queue[i].holder)
 	}
@@ -56,9 +58,11 @@ func (m *machine) symKey(s *state, b []byte) []byte {
 	for i := range r.msgs[:r.nMsg] {
 		r.msgs[i].holder = rh(r.msgs[i].holder)
 	}
-	for i := range r.got {
-		if r.got[i].seq != 0 {
-			r.got[i].holder = rh(r.got[i].holder)
+	for e := range r.got {
+		for i := range r.got[e] {
+			if r.got[e][i].seq != 0 {
+				r.got[e][i].holder = rh(r.got[e][i].holder)
+			}
 		}
 	}
 	for nw := 0; nw < n; nw++ {
@@ -93,8 +97,14 @@ func (m *machine) signature(s *state, c int8) uint64 {
 	mix(int64(cl.epoch))
 	mix(int64(cl.claim))
 	mix(int64(cl.confirm))
-	if s.srv.holder != noHolder && s.srv.holder/8 == c {
-		mix(1 + int64(s.srv.holder%8))
+	if m.cfg.sem() {
+		mix(int64(cl.n))
+		mix(int64(cl.slot))
+	}
+	for i, l := range s.srv.slot[:m.cfg.slots()] {
+		if l.holder != noHolder && l.holder/8 == c {
+			mix(int64(1 + 8*i + int(l.holder%8)))
+		}
 	}
 	for i, t := range s.srv.queue[:s.srv.nq] {
 		if t.holder/8 == c {
