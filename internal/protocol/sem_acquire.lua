@@ -17,8 +17,13 @@
 -- per call): try again in 1ms. Unless ARGV[6] is '', a try that does not
 -- get a permit queues the holder and writes its ticket with ARGV[6] (a
 -- full queue: no ticket). A try writes N into the permits key when it
--- differs. When a waiter takes a slot and more are free, each goes on to
--- the next live waiter, as a release would hand it on.
+-- differs or is missing, with the counter's ttl (none with ARGV[3] '0'):
+-- the key lapses a counter ttl after the last change, and a release that
+-- finds it missing frees its slot and wakes the waiters, whose tries write
+-- it again (permit.lua). A holder's slot past N, from a client with a
+-- larger N (the permits key's, when larger), is found too. When a waiter
+-- takes a slot and more are free, each goes on to the next live waiter, as
+-- a release would hand it on.
 --
 -- This file opens its script, after common.lua and slot.lua: the common
 -- case (a free slot, nobody waiting: MGET, MGET, SET, SET) returns before
@@ -31,7 +36,11 @@ for i = 0, n - 1 do
 end
 local lv = redis.call('MGET', unpack(ks))
 if lv[2] ~= ARGV[7] then
-  redis.call('SET', KEYS[7], ARGV[7])
+  if ARGV[3] == '0' then
+    redis.call('SET', KEYS[7], ARGV[7])
+  else
+    redis.call('SET', KEYS[7], ARGV[7], 'PX', ARGV[3])
+  end
 end
 local mine, mine_seq, free -- the holder's slot and its Seq; the first free slot
 for i = 0, n - 1 do
@@ -43,6 +52,10 @@ for i = 0, n - 1 do
   if not taken and not free then
     free = i
   end
+end
+local p = tonumber(lv[2]) -- the N of the last try, when the key holds one
+if not mine and p and p > n then
+  mine, mine_seq = own_slot(ARGV[1], n, p)
 end
 local q -- the queue's length, when a slot is free
 if not mine and free then

@@ -10,16 +10,11 @@ dequeue(ARGV[1])
 if ARGV[6] ~= '1' then
   return 0
 end
-local n = tonumber(ARGV[7])
-local ks = {KEYS[7]}
-for i = 0, n - 1 do
-  ks[i + 2] = slot_lock(i)
+-- The holder's slot may be past its N: see own_slot.
+local p = redis.call('GET', KEYS[7])
+local i = own_slot(ARGV[1], 0, math.max(tonumber(ARGV[7]), tonumber(p) or 0))
+if not i then
+  return 0
 end
-local lv = redis.call('MGET', unpack(ks))
-for i = 0, n - 1 do
-  if holds(lv[i + 2], ARGV[1]) then
-    at_slot(i)
-    return pass_slot(i, lv[1], nil, ARGV[2], ARGV[3], ARGV[4], ARGV[5]) or 1
-  end
-end
-return 0
+at_slot(i)
+return pass_slot(i, p, nil, ARGV[2], ARGV[3], ARGV[4], ARGV[5]) or 1

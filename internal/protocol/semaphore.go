@@ -138,7 +138,9 @@ func AcquirePermit(ctx context.Context, c redis.Scripter, s Semaphore, t Try, ps
 	return ParsePermitReply(v, s.N)
 }
 
-// ParsePermitReply reads sem_acquire.lua's reply for a semaphore of n.
+// ParsePermitReply reads sem_acquire.lua's reply for a semaphore of n. A
+// slot may be past n (any below MaxPermits): a holder's slot from a client
+// with a larger N.
 func ParsePermitReply(reply any, n int) (PermitResult, error) {
 	v, ok := reply.([]any)
 	if !ok || len(v) != 3 {
@@ -149,7 +151,7 @@ func ParsePermitReply(reply any, n int) (PermitResult, error) {
 	switch {
 	case err != nil:
 		return PermitResult{Slot: -1}, err
-	case !ok || slot < -1 || slot >= int64(n) || res.Got() != (slot >= 0):
+	case !ok || slot < -1 || slot >= MaxPermits || res.Got() != (slot >= 0):
 		return PermitResult{Slot: -1}, fmt.Errorf("semaphore script: unexpected reply %v", reply)
 	case res.Got() && res.Seq == 0:
 		return PermitResult{Slot: -1}, fmt.Errorf("semaphore script: seq 0 in %v", reply)

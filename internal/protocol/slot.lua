@@ -12,6 +12,31 @@
 -- name's hash tag, so a Redis Cluster routes the call to their slot, where
 -- a script may use them.
 local SLOTS = string.sub(KEYS[7], 1, -8) -- PREFIX{NAME}#: the key less 'permits'
+local MAX_PERMITS = 64 -- protocol.MaxPermits
+
+-- own_slot looks for holder's slot among slots from..to-1 (to at most
+-- MAX_PERMITS): one MGET. Returns the slot and the Seq, or nil. A holder's
+-- slot may be past its own N when clients of one name use different N: a
+-- larger N's release handed it over, or the holder's earlier try with a
+-- larger N took it.
+local function own_slot(holder, from, to)
+  to = math.min(to, MAX_PERMITS)
+  if to <= from then
+    return nil
+  end
+  local ks = {}
+  for i = from, to - 1 do
+    ks[#ks + 1] = SLOTS .. i
+  end
+  local vs = redis.call('MGET', unpack(ks))
+  for i = from, to - 1 do
+    local seq = holds(vs[i - from + 1], holder)
+    if seq then
+      return i, seq
+    end
+  end
+  return nil
+end
 
 -- slot_lock is slot i's lock key.
 local function slot_lock(i)

@@ -22,8 +22,13 @@
 -- per call): try again in 1ms. Unless ARGV[6] is '', a try that does not
 -- get a permit queues the holder and writes its ticket with ARGV[6] (a
 -- full queue: no ticket). A try writes N into the permits key when it
--- differs. When a waiter takes a slot and more are free, each goes on to
--- the next live waiter, as a release would hand it on.
+-- differs or is missing, with the counter's ttl (none with ARGV[3] '0'):
+-- the key lapses a counter ttl after the last change, and a release that
+-- finds it missing frees its slot and wakes the waiters, whose tries write
+-- it again (permit.lua). A holder's slot past N, from a client with a
+-- larger N (the permits key's, when larger), is found too. When a waiter
+-- takes a slot and more are free, each goes on to the next live waiter, as
+-- a release would hand it on.
 
 -- ---- common.lua ----
 -- Shared functions of the lock and its counter, prepended to the scripts
@@ -185,6 +190,31 @@ end
 -- name's hash tag, so a Redis Cluster routes the call to their slot, where
 -- a script may use them.
 local SLOTS = string.sub(KEYS[7], 1, -8) -- PREFIX{NAME}#: the key less 'permits'
+local MAX_PERMITS = 64 -- protocol.MaxPermits
+
+-- own_slot looks for holder's slot among slots from..to-1 (to at most
+-- MAX_PERMITS): one MGET. Returns the slot and the Seq, or nil. A holder's
+-- slot may be past its own N when clients of one name use different N: a
+-- larger N's release handed it over, or the holder's earlier try with a
+-- larger N took it.
+local function own_slot(holder, from, to)
+  to = math.min(to, MAX_PERMITS)
+  if to <= from then
+    return nil
+  end
+  local ks = {}
+  for i = from, to - 1 do
+    ks[#ks + 1] = SLOTS .. i
+  end
+  local vs = redis.call('MGET', unpack(ks))
+  for i = from, to - 1 do
+    local seq = holds(vs[i - from + 1], holder)
+    if seq then
+      return i, seq
+    end
+  end
+  return nil
+end
 
 -- slot_lock is slot i's lock key.
 local function slot_lock(i)
@@ -210,7 +240,11 @@ for i = 0, n - 1 do
 end
 local lv = redis.call('MGET', unpack(ks))
 if lv[2] ~= ARGV[7] then
-  redis.call('SET', KEYS[7], ARGV[7])
+  if ARGV[3] == '0' then
+    redis.call('SET', KEYS[7], ARGV[7])
+  else
+    redis.call('SET', KEYS[7], ARGV[7], 'PX', ARGV[3])
+  end
 end
 local mine, mine_seq, free -- the holder's slot and its Seq; the first free slot
 for i = 0, n - 1 do
@@ -222,6 +256,10 @@ for i = 0, n - 1 do
   if not taken and not free then
     free = i
   end
+end
+local p = tonumber(lv[2]) -- the N of the last try, when the key holds one
+if not mine and p and p > n then
+  mine, mine_seq = own_slot(ARGV[1], n, p)
 end
 local q -- the queue's length, when a slot is free
 if not mine and free then

@@ -172,6 +172,31 @@ end
 -- name's hash tag, so a Redis Cluster routes the call to their slot, where
 -- a script may use them.
 local SLOTS = string.sub(KEYS[7], 1, -8) -- PREFIX{NAME}#: the key less 'permits'
+local MAX_PERMITS = 64 -- protocol.MaxPermits
+
+-- own_slot looks for holder's slot among slots from..to-1 (to at most
+-- MAX_PERMITS): one MGET. Returns the slot and the Seq, or nil. A holder's
+-- slot may be past its own N when clients of one name use different N: a
+-- larger N's release handed it over, or the holder's earlier try with a
+-- larger N took it.
+local function own_slot(holder, from, to)
+  to = math.min(to, MAX_PERMITS)
+  if to <= from then
+    return nil
+  end
+  local ks = {}
+  for i = from, to - 1 do
+    ks[#ks + 1] = SLOTS .. i
+  end
+  local vs = redis.call('MGET', unpack(ks))
+  for i = from, to - 1 do
+    local seq = holds(vs[i - from + 1], holder)
+    if seq then
+      return i, seq
+    end
+  end
+  return nil
+end
 
 -- slot_lock is slot i's lock key.
 local function slot_lock(i)
@@ -399,16 +424,11 @@ dequeue(ARGV[1])
 if ARGV[6] ~= '1' then
   return 0
 end
-local n = tonumber(ARGV[7])
-local ks = {KEYS[7]}
-for i = 0, n - 1 do
-  ks[i + 2] = slot_lock(i)
+-- The holder's slot may be past its N: see own_slot.
+local p = redis.call('GET', KEYS[7])
+local i = own_slot(ARGV[1], 0, math.max(tonumber(ARGV[7]), tonumber(p) or 0))
+if not i then
+  return 0
 end
-local lv = redis.call('MGET', unpack(ks))
-for i = 0, n - 1 do
-  if holds(lv[i + 2], ARGV[1]) then
-    at_slot(i)
-    return pass_slot(i, lv[1], nil, ARGV[2], ARGV[3], ARGV[4], ARGV[5]) or 1
-  end
-end
-return 0
+at_slot(i)
+return pass_slot(i, p, nil, ARGV[2], ARGV[3], ARGV[4], ARGV[5]) or 1
