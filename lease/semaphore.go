@@ -47,13 +47,16 @@ const MaxPermits = protocol.MaxPermits
 //
 // # Changing N
 //
-// N is each Semaphore value's; every call writes it on the server, where
-// a release reads it. A release hands its slot on only when the slot is
-// below the N of the last call, so when N shrinks from M to N, the slots
-// N..M-1 are not handed on once released: at most M hold while the
-// surplus drains, at most N once it has released (a client still using M
-// takes the high slots again: give every client the new N). Growing N
-// opens the new slots to the next call.
+// N is each Semaphore value's; a try writes it on the server when it
+// changed, where a release reads it. A release hands its slot on only when
+// the slot is below the N of the last try, so when N shrinks from M to N,
+// the slots N..M-1 are not handed on once released: at most M hold while
+// the surplus drains, at most N once it has released (a client still
+// using M takes the high slots again: give every client the new N).
+// Growing N opens the new slots to the next try. The stored N lapses a
+// counter ttl ([WithCounterTTL]) after it last changed; a release that
+// finds it missing frees its slot and wakes the waiters instead of handing
+// the slot on, and their tries store N again.
 //
 // # Kinds
 //

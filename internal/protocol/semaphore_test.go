@@ -219,3 +219,62 @@ func TestSemaphoreForeignPermits(t *testing.T) {
 	require.Equal(t, protocol.Acquired, r.Outcome)
 	require.Equal(t, "1", mustGet(t, s.Permits))
 }
+
+// TestSemaphoreMixedN: a holder handed a slot past its own N (by a client
+// with a larger N) finds it with its next try, and passes it on when it
+// leaves, instead of taking a second slot or stranding the first.
+func TestSemaphoreMixedN(t *testing.T) {
+	s2 := semFor(t, 2)
+	name := s2.Permits[len("fencelock-protocol-test:{") : len(s2.Permits)-len("}#permits")]
+	s1 := protocol.SemaphoreFor("fencelock-protocol-test:", name, 1)
+	require.Equal(t, protocol.Acquired, permitTry(t, s2, "a", 0).Outcome) // slot 0
+	require.Equal(t, protocol.Acquired, permitTry(t, s2, "b", 0).Outcome) // slot 1
+	c := protocol.NewAttempt()
+	require.Equal(t, protocol.Held, permitTry(t, s1, "c", c).Outcome) // N=1 queues; permits key 1
+	require.Equal(t, protocol.Held, permitTry(t, s2, "d", 0).Outcome) // permits key 2 again
+	require.True(t, release(t, s2, 1, "b"))                           // slot 1 handed to c
+	require.Equal(t, "c", holderOf(t, s2.Slot(1)))
+	require.True(t, release(t, s2, 0, "a")) // slot 0 free, nobody queued
+	// c's try (sent before it read the handoff) finds slot 1, not a second slot.
+	r := permitTry(t, s1, "c", c)
+	require.Equal(t, protocol.Reacquired, r.Outcome)
+	require.Equal(t, 1, r.Slot)
+	require.Equal(t, "", lockValue(t, s2.Slot(0)), "slot 0 stays free")
+
+	// A waiter of N=1 handed slot 1 that gives up passes it on.
+	e, f := protocol.NewAttempt(), protocol.NewAttempt()
+	require.Equal(t, protocol.Acquired, permitTry(t, s2, "x", 0).Outcome) // slot 0
+	require.Equal(t, protocol.Held, permitTry(t, s1, "e", e).Outcome)
+	require.Equal(t, protocol.Held, permitTry(t, s2, "f", f).Outcome)
+	require.True(t, release(t, s2, 1, "c")) // handed to e, the head
+	require.Equal(t, "e", holderOf(t, s2.Slot(1)))
+	ok, err := protocol.LeavePermit(t.Context(), rdb, s1, protocol.Release{Holder: "e", Counter: counter, PubSub: protocol.PubSubClassic}, true)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, "f", holderOf(t, s2.Slot(1)), "passed on to the next")
+}
+
+// TestSemaphorePermitsLapse: the permits key expires a counter ttl after
+// its last change; a release that finds it missing frees its slot and
+// wakes the waiters, and the next try writes it again.
+func TestSemaphorePermitsLapse(t *testing.T) {
+	s := semFor(t, 1)
+	short := protocol.Counter{TTL: 300 * time.Millisecond}
+	try := func(h string, a protocol.Attempt) protocol.PermitResult {
+		r, err := protocol.AcquirePermit(t.Context(), rdb, s, protocol.Try{Holder: h, TTL: 10 * time.Second, Counter: short, Attempt: a}, protocol.PubSubClassic)
+		require.NoError(t, err)
+		return r
+	}
+	require.Equal(t, protocol.Acquired, try("a", 0).Outcome)
+	require.Positive(t, pttl(t, s.Permits))
+	b := protocol.NewAttempt()
+	require.Equal(t, protocol.Held, try("b", b).Outcome)
+	require.Eventually(t, func() bool { return !exists(t, s.Permits) }, 5*time.Second, 20*time.Millisecond)
+	sub := subscribe(t, s.Keys, false)
+	require.True(t, release(t, s, 0, "a"))
+	p, ok := sub.next(2 * time.Second)
+	require.True(t, ok)
+	require.Equal(t, "", p, "a plain wake-up, no handoff")
+	require.Equal(t, protocol.Acquired, try("b", b).Outcome)
+	require.Equal(t, "1", mustGet(t, s.Permits))
+}
