@@ -260,6 +260,11 @@ func (c *Client) begin(ctx context.Context, name string, sem *protocol.Semaphore
 	if err := fence.ValidateKey(name); err != nil {
 		return nil, family.Acquire{}, invalid("%w", err)
 	}
+	if of, slot, ok := protocol.ParsePermitName(name); ok && sem == nil {
+		// A lease of a slot must come through its semaphore, which queues
+		// it with the semaphore's waiters and reads the slot's N.
+		return nil, family.Acquire{}, invalid("%q names slot %d of semaphore %q: take a permit with Client.Semaphore(%q, n)", name, slot, of, of)
+	}
 	if err := lifetime.CheckTTL(ttl, c.cfg.DriftFactor); err != nil {
 		return nil, family.Acquire{}, invalid("%w", err)
 	}

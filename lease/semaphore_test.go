@@ -312,3 +312,21 @@ func TestSemaphoreCluster(t *testing.T) {
 		require.NoError(t, a.Release(ctx))
 	}
 }
+
+// TestSemaphoreSlotIsNoLock: a permit's name cannot be taken as a lock (it
+// would skip the semaphore's queue and N), but Inspect and Advance take it.
+func TestSemaphoreSlotIsNoLock(t *testing.T) {
+	c := newClient(t)
+	for _, n := range []string{"jobs#0", "jobs#63"} {
+		_, err := c.TryAcquire(t.Context(), n, time.Second)
+		assert.ErrorIs(t, err, lease.ErrInvalid, n)
+		_, err = c.Acquire(t.Context(), n, time.Second)
+		assert.ErrorIs(t, err, lease.ErrInvalid, n)
+		assert.ErrorContains(t, err, `Client.Semaphore("jobs", n)`)
+	}
+	for _, n := range []string{"jobs#64", "jobs#01", "jobs#x"} { // no permit's names: locks
+		l, err := c.TryAcquire(t.Context(), name(t)+"/"+n, time.Second)
+		require.NoError(t, err, n)
+		require.NoError(t, l.Release(t.Context()))
+	}
+}

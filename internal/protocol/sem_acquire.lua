@@ -12,7 +12,8 @@
 -- holder had slot i already, or it was handed to it (its ttl is reset,
 -- its ticket dropped); {0, pttl, -1} every slot is held, the first to
 -- expire in pttl ms (-1: none has a ttl); {3, 0, -1} a slot is free but
--- reserved for the waiters queued ahead; {3, 1, -1} a slot is free and
+-- reserved for the waiters queued ahead (and was handed to the live head
+-- of the queue); {3, 1, -1} a slot is free and
 -- the queue's head is not known yet (expired tickets are dropped a few
 -- per call): try again in 1ms. Unless ARGV[6] is '', a try that does not
 -- get a permit queues the holder and writes its ticket with ARGV[6] (a
@@ -53,7 +54,7 @@ for i = 0, n - 1 do
     free = i
   end
 end
-local p = tonumber(lv[2]) -- the N of the last try, when the key holds one
+local p = permits_n(lv[2]) -- the N of the last try, when the key holds one
 if not mine and p and p > n then
   mine, mine_seq = own_slot(ARGV[1], n, p)
 end

@@ -12,7 +12,7 @@ if ARGV[6] ~= '1' then
 end
 -- The holder's slot may be past its N: see own_slot.
 local p = redis.call('GET', KEYS[7])
-local i = own_slot(ARGV[1], 0, math.max(tonumber(ARGV[7]), tonumber(p) or 0))
+local i = own_slot(ARGV[1], 0, math.max(tonumber(ARGV[7]), permits_n(p) or 0))
 if not i then
   return 0
 end

@@ -119,7 +119,8 @@ func TestSemaphoreLeave(t *testing.T) {
 }
 
 // TestSemaphoreFreeSlotsDrain: when several slots are free with waiters
-// queued (holders that expired), the head's try takes one and hands the
+// queued (holders that expired), a try that is not the head's hands the
+// first free slot to the head; the head's try takes one and hands the
 // others to the next waiters.
 func TestSemaphoreFreeSlotsDrain(t *testing.T) {
 	s := semFor(t, 3)
@@ -134,13 +135,18 @@ func TestSemaphoreFreeSlotsDrain(t *testing.T) {
 	for i := range 3 {
 		require.NoError(t, rdb.Del(t.Context(), s.Slot(i).Lock).Err()) // expired
 	}
-	// e is not the head: reserved
+	// e is not the head: reserved, and the first free slot goes to the
+	// head, d, as a release would hand it.
 	r := permitTry(t, s, "e", as["e"])
 	require.Equal(t, protocol.Reserved, r.Outcome)
+	require.Equal(t, "d", holderOf(t, s.Slot(0)))
 	r = permitTry(t, s, "d", as["d"])
-	require.Equal(t, protocol.Acquired, r.Outcome)
+	require.Equal(t, protocol.Reacquired, r.Outcome)
 	require.Equal(t, 0, r.Slot)
-	require.Equal(t, "e", holderOf(t, s.Slot(1)))
+	// e, the head now, takes slot 1 and hands slot 2 to f.
+	r = permitTry(t, s, "e", as["e"])
+	require.Equal(t, protocol.Acquired, r.Outcome)
+	require.Equal(t, 1, r.Slot)
 	require.Equal(t, "f", holderOf(t, s.Slot(2)))
 	r = permitTry(t, s, "g", as["g"])
 	require.Equal(t, protocol.Held, r.Outcome)

@@ -14,6 +14,17 @@
 local SLOTS = string.sub(KEYS[7], 1, -8) -- PREFIX{NAME}#: the key less 'permits'
 local MAX_PERMITS = 64 -- protocol.MaxPermits
 
+-- permits_n is the N in the permits key's value v (GET or MGET: false when
+-- missing): an integer 1..MAX_PERMITS; nil for anything else, which only
+-- another client than these scripts writes (then as if missing).
+local function permits_n(v)
+  local n = v and tonumber(v)
+  if n and n >= 1 and n <= MAX_PERMITS and n == math.floor(n) then
+    return n
+  end
+  return nil
+end
+
 -- own_slot looks for holder's slot among slots from..to-1 (to at most
 -- MAX_PERMITS): one MGET. Returns the slot and the Seq, or nil. A holder's
 -- slot may be past its own N when clients of one name use different N: a

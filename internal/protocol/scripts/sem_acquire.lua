@@ -17,7 +17,8 @@
 -- holder had slot i already, or it was handed to it (its ttl is reset,
 -- its ticket dropped); {0, pttl, -1} every slot is held, the first to
 -- expire in pttl ms (-1: none has a ttl); {3, 0, -1} a slot is free but
--- reserved for the waiters queued ahead; {3, 1, -1} a slot is free and
+-- reserved for the waiters queued ahead (and was handed to the live head
+-- of the queue); {3, 1, -1} a slot is free and
 -- the queue's head is not known yet (expired tickets are dropped a few
 -- per call): try again in 1ms. Unless ARGV[6] is '', a try that does not
 -- get a permit queues the holder and writes its ticket with ARGV[6] (a
@@ -192,6 +193,17 @@ end
 local SLOTS = string.sub(KEYS[7], 1, -8) -- PREFIX{NAME}#: the key less 'permits'
 local MAX_PERMITS = 64 -- protocol.MaxPermits
 
+-- permits_n is the N in the permits key's value v (GET or MGET: false when
+-- missing): an integer 1..MAX_PERMITS; nil for anything else, which only
+-- another client than these scripts writes (then as if missing).
+local function permits_n(v)
+  local n = v and tonumber(v)
+  if n and n >= 1 and n <= MAX_PERMITS and n == math.floor(n) then
+    return n
+  end
+  return nil
+end
+
 -- own_slot looks for holder's slot among slots from..to-1 (to at most
 -- MAX_PERMITS): one MGET. Returns the slot and the Seq, or nil. A holder's
 -- slot may be past its own N when clients of one name use different N: a
@@ -257,7 +269,7 @@ for i = 0, n - 1 do
     free = i
   end
 end
-local p = tonumber(lv[2]) -- the N of the last try, when the key holds one
+local p = permits_n(lv[2]) -- the N of the last try, when the key holds one
 if not mine and p and p > n then
   mine, mine_seq = own_slot(ARGV[1], n, p)
 end
@@ -461,20 +473,19 @@ local function let_go(holder, channel, counter_ttl, clock_floor, sharded)
 end
 
 -- ---- permit.lua ----
--- A semaphore's release, after common.lua, publish.lua, queue.lua and
--- handoff.lua in the scripts that let go of a slot.
+-- A semaphore's release, after common.lua, slot.lua, publish.lua,
+-- queue.lua and handoff.lua in the scripts that let go of a slot.
 
 -- pass_slot lets go of slot i (LOCK), which the caller holds. Below N, the
 -- permits key's value p, it goes to the live head of the queue with a new
 -- token of its own counter (hand_off), and the message names it
 -- ("holder:seq:attempt:i"). At or past N it is deleted and handed to
 -- nobody: the semaphore shrank, and the waiters take only the first N
--- slots. With p missing or not a number (written by another client than
--- these scripts) it is deleted and the waiters are woken: their tries
--- take it in order, and write N again. q is as for live_head. Returns
--- hand_off's error reply, or nil.
+-- slots. With p missing or no N (permits_n) it is deleted and the waiters
+-- are woken: their tries take it in order, and write N again. q is as for
+-- live_head. Returns hand_off's error reply, or nil.
 local function pass_slot(i, p, q, channel, counter_ttl, clock_floor, sharded)
-  local n = p and tonumber(p)
+  local n = permits_n(p)
   if n and i < n then
     return hand_off(channel, counter_ttl, clock_floor, sharded, q, ':' .. i)
   end
@@ -516,6 +527,12 @@ if more or (head and head ~= ARGV[1]) then
   if more then
     return {3, 1, -1}
   end
+  -- The free slot is the live head's: it is handed over now, as a release
+  -- would, rather than left for the head's next try, which may never see
+  -- it (a head that died keeps its place until its ticket expires; a
+  -- head's N may not reach the slot).
+  at_slot(free)
+  hand_off(ARGV[8], ARGV[3], ARGV[4], ARGV[9], nil, ':' .. free)
   return {3, 0, -1}
 end
 if head then

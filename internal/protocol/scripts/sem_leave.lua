@@ -174,6 +174,17 @@ end
 local SLOTS = string.sub(KEYS[7], 1, -8) -- PREFIX{NAME}#: the key less 'permits'
 local MAX_PERMITS = 64 -- protocol.MaxPermits
 
+-- permits_n is the N in the permits key's value v (GET or MGET: false when
+-- missing): an integer 1..MAX_PERMITS; nil for anything else, which only
+-- another client than these scripts writes (then as if missing).
+local function permits_n(v)
+  local n = v and tonumber(v)
+  if n and n >= 1 and n <= MAX_PERMITS and n == math.floor(n) then
+    return n
+  end
+  return nil
+end
+
 -- own_slot looks for holder's slot among slots from..to-1 (to at most
 -- MAX_PERMITS): one MGET. Returns the slot and the Seq, or nil. A holder's
 -- slot may be past its own N when clients of one name use different N: a
@@ -395,20 +406,19 @@ local function let_go(holder, channel, counter_ttl, clock_floor, sharded)
 end
 
 -- ---- permit.lua ----
--- A semaphore's release, after common.lua, publish.lua, queue.lua and
--- handoff.lua in the scripts that let go of a slot.
+-- A semaphore's release, after common.lua, slot.lua, publish.lua,
+-- queue.lua and handoff.lua in the scripts that let go of a slot.
 
 -- pass_slot lets go of slot i (LOCK), which the caller holds. Below N, the
 -- permits key's value p, it goes to the live head of the queue with a new
 -- token of its own counter (hand_off), and the message names it
 -- ("holder:seq:attempt:i"). At or past N it is deleted and handed to
 -- nobody: the semaphore shrank, and the waiters take only the first N
--- slots. With p missing or not a number (written by another client than
--- these scripts) it is deleted and the waiters are woken: their tries
--- take it in order, and write N again. q is as for live_head. Returns
--- hand_off's error reply, or nil.
+-- slots. With p missing or no N (permits_n) it is deleted and the waiters
+-- are woken: their tries take it in order, and write N again. q is as for
+-- live_head. Returns hand_off's error reply, or nil.
 local function pass_slot(i, p, q, channel, counter_ttl, clock_floor, sharded)
-  local n = p and tonumber(p)
+  local n = permits_n(p)
   if n and i < n then
     return hand_off(channel, counter_ttl, clock_floor, sharded, q, ':' .. i)
   end
@@ -426,7 +436,7 @@ if ARGV[6] ~= '1' then
 end
 -- The holder's slot may be past its N: see own_slot.
 local p = redis.call('GET', KEYS[7])
-local i = own_slot(ARGV[1], 0, math.max(tonumber(ARGV[7]), tonumber(p) or 0))
+local i = own_slot(ARGV[1], 0, math.max(tonumber(ARGV[7]), permits_n(p) or 0))
 if not i then
   return 0
 end
