@@ -80,12 +80,14 @@ func (a *Attempt) cleanup(ctx context.Context, rs []Reply[protocol.TryResult]) u
 }
 
 // Abandon takes a fair waiter that gives up out of the queue and, if the
-// lock was handed to it meanwhile, passes the lock on (not a re-acquire's:
-// the lock under that holder id may be one it had before). Other waiters
+// lock was handed to it meanwhile, passes the lock on. A re-acquire's
+// (WithHolder) is passed on only once a try found that the holder id held
+// nothing: before that the lock under the id may be one it had before this
+// Acquire, afterwards it came from this one (a handoff). Other waiters
 // leave nothing behind: a failed try cleans up after itself.
 func (a *Attempt) Abandon(ctx context.Context) {
 	if a.fair() && a.holder != "" {
-		_ = a.s.retry(ctx, a.r.Pending, a.r.TTL, targets(a.s.cfg.Nodes), nil, a.leaveOp(a.holder, !a.reacquire()))
+		_ = a.s.retry(ctx, a.r.Pending, a.r.TTL, targets(a.s.cfg.Nodes), nil, a.leaveOp(a.holder, !a.reacquire() || a.heldNothing))
 	}
 }
 

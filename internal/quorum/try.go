@@ -44,6 +44,9 @@ type Attempt struct {
 	// or handoff got.
 	sem  *protocol.Semaphore
 	slot int
+	// heldNothing: a try on one Redis found the lock (every slot) held by
+	// others or reserved, so the holder id held nothing then (Abandon).
+	heldNothing bool
 }
 
 // Begin starts an acquisition.
@@ -176,6 +179,7 @@ func (a *Attempt) Try(ctx context.Context) (*family.Grant, family.Miss, error) {
 	}
 	if s.one() {
 		if why == nil { // busy
+			a.heldNothing = true
 			m.Queued = rs[0].Val.Outcome == protocol.Reserved
 			if a.fair() && a.r.Waiting {
 				// Queued: a release hands the lock over and says so; the
