@@ -31,10 +31,11 @@ const MaxPermits = protocol.MaxPermits
 // among themselves (they are concurrent by design: the storage must allow
 // N writers), and a lost holder's write that comes before its slot's next
 // holder wrote anything is accepted, as with a lock. A permit's name is
-// also a lock name for the slot: [Client.Inspect] and [Client.Advance] of
-// NAME#i read and lift slot i (so does the command's inspect, advance and
-// repair-counter), and a lease of lock NAME#i holds that slot, in the
-// semaphore's queue.
+// also the slot's name as a lock for the tools: [Client.Inspect] and
+// [Client.Advance] of NAME#i read and lift slot i (so do the command's
+// inspect, advance and repair-counter); Acquire and TryAcquire refuse it
+// as a lock, with ErrInvalid. With [WithHolder], one holder id is one
+// permit: a second try under an id that holds one gets it again.
 //
 // # Waiting
 //
