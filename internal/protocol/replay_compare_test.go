@@ -20,6 +20,7 @@ type redisKeys struct {
 	now                  time.Time
 	slots                []slotKeys
 	permits              *redis.StringCmd
+	permitsTTL           *redis.DurationCmd
 	queueTTL, ticketsTTL *redis.DurationCmd
 	queue                *redis.StringSliceCmd
 	tickets              *redis.MapStringStringCmd
@@ -42,7 +43,7 @@ func (r *replayer) read() (redisKeys, error) {
 			sl.ctr, sl.ctrTTL = p.Get(r.ctx, sk.Counter), p.PTTL(r.ctx, sk.Counter)
 		}
 		if r.sems != nil {
-			k.permits = p.Get(r.ctx, r.sems[0].Permits)
+			k.permits, k.permitsTTL = p.Get(r.ctx, r.sems[0].Permits), p.PTTL(r.ctx, r.sems[0].Permits)
 		}
 		k.queue, k.queueTTL = p.ZRange(r.ctx, r.k.Queue, 0, -1), p.PTTL(r.ctx, r.k.Queue)
 		k.tickets, k.ticketsTTL = p.HGetAll(r.ctx, r.k.Tickets), p.PTTL(r.ctx, r.k.Tickets)
@@ -61,7 +62,7 @@ func near(d, want time.Duration) bool { return d > want-slack && d <= want }
 // compare checks Redis against the model's server after step s, and a
 // try's reply got (nil for other steps).
 func (r *replayer) compare(s model.ServerStep, got *protocol.PermitResult) error {
-	op, want := s.Op, s.After
+	op := s.Op
 	k, err := r.read()
 	if err != nil {
 		return err
@@ -94,16 +95,42 @@ func (r *replayer) compare(s model.ServerStep, got *protocol.PermitResult) error
 			return err
 		}
 	}
-	if r.sems != nil {
-		p, _ := k.permits.Int()
-		if p != want.Permits {
-			return mismatch("permits key %q, the model's %d (0: none)", k.permits.Val(), want.Permits)
-		}
+	if err := r.comparePermits(s, k); err != nil {
+		return err
 	}
 	if err := r.compareQueue(s, k); err != nil {
 		return err
 	}
 	return r.compareInspect(s, k)
+}
+
+// comparePermits checks a semaphore's permits key: its value, and its
+// ttl: none, set to the model's ticks by a try that wrote it (its N
+// differed from the key's, or the key was missing), or kept.
+func (r *replayer) comparePermits(s model.ServerStep, k redisKeys) error {
+	if r.sems == nil {
+		return nil
+	}
+	op, want := s.Op, s.After
+	p, _ := k.permits.Int()
+	if p != want.Permits {
+		return mismatch("permits key %q, the model's %d (0: none)", k.permits.Val(), want.Permits)
+	}
+	ttl := k.permitsTTL.Val()
+	switch {
+	case want.Permits == 0:
+	case want.PermitsLeft == 0:
+		if ttl >= 0 {
+			return mismatch("permits key's pttl %v, the model's has no ttl", ttl)
+		}
+	case op.Kind == model.OpTry && s.Before.Permits != op.N:
+		if !near(ttl, time.Duration(want.PermitsLeft)*tick) {
+			return mismatch("permits key written with pttl %v, the model's %d ticks", ttl, want.PermitsLeft)
+		}
+	case !near(ttl, marker(want.PermitsLeft)):
+		return mismatch("permits key's pttl %v, kept: want about %v", ttl, marker(want.PermitsLeft))
+	}
+	return nil
 }
 
 // compareLock checks slot i's lock key (the lock's).

@@ -100,8 +100,20 @@ func replayWalks(t *testing.T, cfg model.Config, walks int) {
 		t.Fatal(err)
 	}
 	seen := map[string]int{}
+	var broken []uint64
 	for seed := uint64(1); seed <= uint64(walks); seed++ {
-		replayWalk(t, cfg, seed, seen)
+		// A walk on which the model breaks a property was compared up to
+		// the step that broke it: the scripts did the same. The other
+		// walks go on being compared.
+		if bad, trace := replayWalk(t, cfg, seed, seen); bad != "" {
+			if len(broken) == 0 {
+				t.Errorf("seed %d: Redis did as the model did, and the model breaks %s\ntrace:\n%s", seed, bad, trace)
+			}
+			broken = append(broken, seed)
+		}
+	}
+	if len(broken) > 0 {
+		t.Errorf("the model breaks a property on seeds %v", broken)
 	}
 	t.Logf("%d walks, server steps compared: %v", walks, seen)
 	need := []string{"acquired", "reacquired", "held", "queued", "handoff", "refreshed", "refresh failed",
@@ -122,7 +134,10 @@ func replayWalks(t *testing.T, cfg model.Config, walks int) {
 		need = append(need, "drain handoff")
 	}
 	if cfg.NewClients > 0 && cfg.NewPermits < cfg.Permits {
-		need = append(need, "surplus deleted")
+		need = append(need, "surplus deleted", "reacquired past N")
+	}
+	if cfg.Permits > 0 && cfg.CounterTTL > 0 {
+		need = append(need, "permits expired", "wake-up")
 	}
 	for _, e := range need {
 		if seen[e] == 0 {
@@ -135,7 +150,9 @@ func replayWalks(t *testing.T, cfg model.Config, walks int) {
 const tick = 10 * time.Second
 
 // replayWalk replays one walk, counting the kinds of server steps in seen.
-func replayWalk(t *testing.T, cfg model.Config, seed uint64, seen map[string]int) {
+// It returns the property the model's walk breaks, in words, and its
+// trace; a difference between Redis and the model fails the test.
+func replayWalk(t *testing.T, cfg model.Config, seed uint64, seen map[string]int) (string, string) {
 	t.Helper()
 	r := newReplayer(t.Context(), cfg, fmt.Sprintf("%s/%d", t.Name(), seed))
 	r.sub = subscribe(t, r.k, false)
@@ -157,7 +174,7 @@ func replayWalk(t *testing.T, cfg model.Config, seed uint64, seen map[string]int
 		return r.step(s)
 	})
 	if err == nil && res.Property != "" {
-		err = fmt.Errorf("the model itself breaks %s: %s", res.Property, res.Violation)
+		return fmt.Sprintf("%s: %s", res.Property, res.Violation), strings.Join(trace, "\n")
 	}
 	if err == nil {
 		// A message of the test's own marks the end: any other before it
@@ -172,6 +189,7 @@ func replayWalk(t *testing.T, cfg model.Config, seed uint64, seen map[string]int
 	if err != nil {
 		t.Fatalf("seed %d, step %d: %v\ntrace up to it:\n%s", seed, len(trace), err, strings.Join(trace, "\n"))
 	}
+	return "", ""
 }
 
 // events names what server step s did, for the test to see that the
@@ -194,18 +212,27 @@ func events(cfg model.Config, s model.ServerStep) []string {
 				e = append(e, "ticket expired")
 			}
 		}
+		if s.Before.Permits != 0 && s.After.Permits == 0 {
+			e = append(e, "permits expired")
+		}
 	case model.OpRestart:
 		e = append(e, "restart")
 	case model.OpAdvance:
 		e = append(e, "advance")
 	case model.OpTry, model.OpRefresh:
 		e = append(e, op.Reply.String())
+		if op.Kind == model.OpTry && op.Reply == model.Reacquired && op.Slot >= op.N {
+			e = append(e, "reacquired past N")
+		}
 	case model.OpConfirm:
 		e = append(e, map[model.ReplyKind]string{model.Refreshed: "confirmed", model.RefreshFailed: "confirm failed"}[op.Reply])
 	}
+	if op.Wake {
+		e = append(e, "wake-up")
+	}
 	if op.Released {
 		e = append(e, "released")
-		if op.Kind == model.OpRelease && cfg.Permits > 0 && op.Slot >= s.After.Permits && len(op.Handoffs) == 0 &&
+		if op.Kind == model.OpRelease && cfg.Permits > 0 && s.After.Permits > 0 && op.Slot >= s.After.Permits && len(op.Handoffs) == 0 &&
 			slices.ContainsFunc(s.Before.Queue, func(t model.Ticket) bool { return t.Left > 0 }) {
 			e = append(e, "surplus deleted") // not handed to the live waiter
 		}
@@ -397,6 +424,9 @@ func (r *replayer) expire(before, after model.Server) error {
 	if len(before.Queue) > 0 && len(after.Queue) == 0 {
 		del = append(del, r.k.Queue, r.k.Tickets)
 	}
+	if before.Permits != 0 && after.Permits == 0 {
+		del = append(del, r.sems[0].Permits)
+	}
 	if len(del) == 0 {
 		return nil
 	}
@@ -421,6 +451,9 @@ func (r *replayer) align(s model.Server) error {
 			if sl.Lock != nil {
 				p.PExpire(r.ctx, r.slots[i].Lock, marker(sl.Lock.Left))
 			}
+		}
+		if s.PermitsLeft > 0 {
+			p.PExpire(r.ctx, r.sems[0].Permits, marker(s.PermitsLeft))
 		}
 		if len(s.Queue) > 0 {
 			p.PExpire(r.ctx, r.k.Queue, marker(s.QueueLeft))
@@ -468,8 +501,14 @@ func (r *replayer) readTickets() (time.Time, map[string]protocol.Ticket, error) 
 }
 
 // handoffs checks the next messages on the lock's channel against the
-// handoffs the model published, in order: a semaphore's name their slot.
+// handoffs the model published, in order: a semaphore's name their slot;
+// its plain wake-up is "".
 func (r *replayer) handoffs(op model.Op) error {
+	if op.Wake {
+		if p, ok := r.sub.next(2 * time.Second); !ok || p != "" {
+			return mismatch("message %q (received: %v), the model published a wake-up", p, ok)
+		}
+	}
 	for _, want := range op.Handoffs {
 		p, ok := r.sub.next(2 * time.Second)
 		if !ok {

@@ -20,6 +20,9 @@ func (m *machine) canon(s *state) {
 			l.hasCtr, l.ctr, l.ctrExp = false, 0, 0
 		}
 	}
+	if v.permitsExp != 0 && v.permitsExp <= now {
+		v.permits, v.permitsExp = 0, 0
+	}
 	if v.nq > 0 && v.queueExp <= now {
 		v.nq, v.queue = 0, [maxQueue]ticket{}
 	}
@@ -33,7 +36,9 @@ func (m *machine) canon(s *state) {
 	}
 
 	for i := 0; i < int(s.nMsg); {
-		if h := s.msgs[i].holder; !m.takes(s, h/8, h) {
+		// A plain wake-up is dropped with the wait it was for (notify
+		// drains it when the try wins, the Acquire ends, or its tries do).
+		if h := s.msgs[i].holder; !m.takes(s, h/8, h) || s.msgs[i].plain() && !m.listens(&s.cl[h/8]) {
 			s.delMsg(i)
 		} else {
 			i++

@@ -110,6 +110,11 @@ func (m *machine) confirm(s *state, c int8) {
 // the ttl, returns a claimed lease that confirms later.
 func (m *machine) readHandoff(s *state, c int8, msg message) *violation {
 	cl := &s.cl[c]
+	if msg.plain() {
+		m.note(evWakeRead)
+		m.retry(s, c) // hands nothing over: the next try, at once
+		return nil
+	}
 	claim, drift := int16(m.cfg.claim()), int16(m.cfg.Drift)
 	span := claim
 	if m.cfg.ClaimFullDeadline {

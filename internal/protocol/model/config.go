@@ -40,9 +40,10 @@ type Config struct {
 	Drift     int // drift allowance subtracted from a lease's deadline; 0 or 1
 	Horizon   int // last tick explored; default 8
 
-	// Fault budgets per run. Losses and Duplicates apply to handoff
-	// messages; Leaves counts waiters that give up; Deaths counts SIGKILLs
-	// (a client stops for good, anywhere but between Acquires).
+	// Fault budgets per run. Losses apply to messages (handoffs, and a
+	// semaphore's wake-ups), Duplicates to handoff messages; Leaves counts
+	// waiters that give up; Deaths counts SIGKILLs (a client stops for
+	// good, anywhere but between Acquires).
 	Losses, Duplicates, Restarts, Leaves, Deaths, Advances int
 
 	// ReuseHolder gives each client one holder id for all its Acquires, as
@@ -102,7 +103,8 @@ type Config struct {
 	// NewPermits and NewClients change the semaphore's N while its clients
 	// run: the last NewClients clients (at least one, fewer than Clients)
 	// ask for NewPermits permits, the others for Permits. Each try writes
-	// its N into the permits key, which a release reads.
+	// its N into the permits key (when it holds another), which a release
+	// reads; the key lapses with CounterTTL.
 	NewPermits, NewClients int
 	// FreeBound is the semaphore's no-strand bound in ticks: a slot that is
 	// free, or held by a holder id that no live Acquire can take, while
@@ -212,7 +214,7 @@ func (c *Config) shrinks() bool { return c.sem() && c.NewPermits < c.Permits }
 type Property string
 
 const (
-	Exclusion Property = "exclusion" // (a) two live leases of one server epoch at once (a semaphore: of one slot, or more than N)
+	Exclusion Property = "exclusion" // (a) two live leases of one server epoch at once (a semaphore: of one slot, or more than N; or one holder id with two slots)
 	Order     Property = "order"     // (b) a token at or below one granted or issued before (a semaphore: on the same slot)
 	// (c) a lock or ticket outlives its bound after all left, a lock handed
 	// to a dead waiter outlives StrandBound, or a semaphore's slot waits

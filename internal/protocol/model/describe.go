@@ -48,6 +48,9 @@ func (m *machine) atSlot(i int8) string {
 }
 
 func (m *machine) msgString(msg message) string {
+	if msg.plain() {
+		return sprintf("wake-up(%s)", m.holderName(msg.holder))
+	}
 	if m.cfg.Variant == Old {
 		return sprintf("handoff(%s:%d)", m.holderName(msg.holder), msg.seq)
 	}
@@ -145,7 +148,13 @@ func (m *machine) outcome(before, after *state, a action) string {
 	}
 	for i := range m.cfg.slots() {
 		if before.srv.slot[i].holder == r.holder && after.srv.slot[i].holder == noHolder {
-			if i >= int(after.srv.permits) && m.cfg.sem() {
+			switch {
+			case m.woke:
+				return sprintf(" -> slot %d deleted: no permits key; publishes a wake-up", i)
+			case !m.cfg.sem():
+			case after.srv.permits == 0:
+				return sprintf(" -> slot %d deleted: no permits key, nobody queued", i)
+			case i >= int(after.srv.permits):
 				return sprintf(" -> slot %d deleted: at or past the N of %d", i, after.srv.permits)
 			}
 			return " -> " + m.slotName(i) + " deleted"
@@ -194,6 +203,9 @@ func (m *machine) summary(s *state) string {
 		}
 	} else {
 		b.WriteString(sprintf("p=%d", v.permits))
+		if v.permitsExp != 0 {
+			b.WriteString(sprintf(" exp t%d", v.permitsExp))
+		}
 		for i, l := range v.slot[:m.cfg.slots()] {
 			b.WriteString(sprintf(" @%d=", i))
 			if l.holder == noHolder {

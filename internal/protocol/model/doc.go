@@ -34,7 +34,8 @@
 //   - The network holds requests (a try, release, leave or refresh), their
 //     replies, and handoff messages, as unordered sets: any one may be
 //     taken next, so delays and reordering are free. Handoff messages may
-//     also be lost or duplicated within a budget.
+//     also be lost or duplicated within a budget (a semaphore's wake-ups
+//     lost only).
 //   - A client runs Acquire calls one after the other (Config.Acquisitions),
 //     each as wait.go does: send a try (recording its send tick under a
 //     fresh attempt id), block on the reply, and on "held" or "queued"
@@ -137,19 +138,31 @@
 // With Config.Permits = N (1 to 3) the same clients, network, time and
 // queue drive a semaphore: the server has N slots, each a lock key with
 // its own counter (the lock is slot 0 of the same structure), and the
-// permits key, which each try sets to its client's N. The scripts differ
-// from the lock's only in what they do with slots (serverTry,
-// serverRelease, handOff): a try re-acquires the holder's slot among the
-// first N, queues when none is free, and otherwise takes the first free
-// one when the queue has no live head or the caller is it, then hands
-// every other free slot below its N to the next live waiters, each with
-// a message naming the slot; a release or leave hands its slot on, unless
-// the slot is at or past the permits key's N (the semaphore shrank), when
-// it is deleted. A waiter builds its lease for the slot a message names,
-// whatever its own N (the slot's keys are the name's), and releases,
-// refreshes and confirms that slot. A semaphore of one is the fair lock:
-// TestSemaphoreOfOneIsTheLock explores the same number of states either
-// way.
+// permits key, which a try writes with its client's N when the key holds
+// another or is missing, with the counter's ttl (Config.CounterTTL; none
+// with 0): it lapses a counter ttl after the last try that changed it,
+// however busy the semaphore is. The scripts differ from the lock's only
+// in what they do with slots (serverTry, serverRelease, passSlot,
+// handOff): a try re-acquires the holder's slot among the first N, or
+// past N up to the N the key held before the try (own_slot: a slot a
+// client with a larger N handed over); it queues when none of the first N
+// is free, and otherwise takes the first free one when the queue has no
+// live head or the caller is it, then hands every other free slot below
+// its N to the next live waiters, each with a message naming the slot. A
+// release or leave (which finds the leaver's slot among the first
+// max(N, the key's N)) hands its slot on, unless the slot is at or past
+// the key's N (the semaphore shrank): then it is deleted; or unless the
+// key is missing: then the slot is deleted and a plain wake-up ("") is
+// published, handing nothing over, which every waiter gets (one message
+// per listening client, under its holder id; one pending at most, as
+// notify keeps it) and on which it tries again at once; their tries write
+// the key again. A release with nobody queued takes sem_release.lua's
+// short path: it deletes its slot and publishes nothing. Wake-ups may be
+// lost within the Losses budget, not duplicated. A waiter builds its
+// lease for the slot a message names, whatever its own N (the slot's keys
+// are the name's), and releases, refreshes and confirms that slot. A
+// semaphore of one is the fair lock: TestSemaphoreOfOneIsTheLock explores
+// the same number of states either way.
 //
 // Config.NewPermits and NewClients change N while the clients run: the
 // last NewClients clients ask for NewPermits. Each try writes its own N,
@@ -159,10 +172,12 @@
 // The properties, as the model observes them for a semaphore:
 //
 // (a) Exclusion: no two windows on one slot in one server epoch; no more
-// windows in an epoch than the largest N; and once the semaphore shrank
-// (the permits key holds NewPermits, and every slot from NewPermits up was
-// let go of, or seen free, since the key last went to or below it: the
-// ghost surplus), no more than NewPermits in the server's epoch.
+// windows in an epoch than the largest N; once the semaphore shrank (the
+// permits key holds NewPermits, and every slot from NewPermits up was let
+// go of, or seen free, since the key last went to or below it: the ghost
+// surplus), no more than NewPermits in the server's epoch; and no holder
+// id has two slots at once (one Acquire, one permit: a second slot would
+// be lost to the waiters until its key expires).
 //
 // (b) Order, per slot: every seq a slot's key is given is above every seq
 // it was given before, and a live lease carries a token above every token
@@ -186,16 +201,19 @@
 // TicketTTL, as for the lock; it is not the live head, and the count
 // waits for it.
 //
-// Two things the scripts do across a change of N, which the properties
-// allow: a waiter handed a slot at or past its own N (handed while the
-// permits key held a larger N) does not see that slot in its next try,
-// which scans its own N: the try queues it again or takes a second free
-// slot under the same holder id, and the slot it does not use stays set
-// for the claim window. And a free slot at or past the N of the queue's
-// live head waits for that head to be served: its tries do not see the
-// slot, and the waiters with a larger N behind it are told it is
-// reserved. The first costs at most the claim window; the second lasts
-// until a slot below the head's N frees, and the no-strand count leaves
+// Across a change of N, a waiter may be handed a slot at or past its own
+// N (handed while the permits key held a larger N). Its next try finds
+// that slot while the key still holds an N above it. When the key went
+// below the slot in between (a client with a smaller N tried, or the key
+// lapsed), the try scans its own N only, and takes a free slot there under
+// the same holder id: two slots, the one it does not use set for the
+// claim window. (a) catches it; TestSemaphoreOneSlotPerHolder gives the
+// shortest schedules, which the scripts of 8f782bf still allow (package
+// protocol's TestSemaphoreHolderHasOneSlot runs them on Redis). And a free
+// slot at or past the N of the queue's live head waits for that head to
+// be served: its tries do not see the slot, and the waiters with a larger
+// N behind it are told it is reserved. That lasts until a slot below the
+// head's N frees, which the properties allow: the no-strand count leaves
 // such a slot out.
 //
 // The semaphore's mutants, which must fail: SharedCounter (a handoff takes
@@ -231,12 +249,15 @@
 //
 // For the semaphore, TestSemaphoreHolds runs two permits with three
 // clients over three or four ticks (the claim with a death and duplicates;
-// drift, a leave and a loss; a restart), three permits with four clients
-// over two ticks, and three clients of which one asks for one permit and
-// two for two: a third of a million to one and a half million states
-// each. TestSemaphoreWalks adds 15,000 walks over 30 ticks with four
-// clients, three Acquires each and every kind of fault: three permits,
-// the claim, and three permits shrinking to two.
+// drift, a leave and a loss; a restart, with a permits key that lapses a
+// tick after it is written), three permits with four clients over two
+// ticks, and three clients of which one asks for one permit and two for
+// two: a third of a million to 1.8 million states each.
+// TestSemaphoreOneSlotPerHolder runs two to one with two clients of one
+// and with the key lapsing, a million states each. TestSemaphoreWalks adds
+// 15,000 walks over 30 ticks with four clients, three Acquires each and
+// every kind of fault: three permits, the claim, and three permits
+// shrinking to two.
 //
 // The waiting and ahead keys (see package protocol's doc) are not modelled:
 // each only lets a script skip a read (the queue, the clock) whose result

@@ -58,6 +58,7 @@ func (m *machine) encode(s *state, b []byte) []byte {
 	}
 	if sem {
 		e.b1(v.permits)
+		e.b2(v.permitsExp)
 	}
 	e.b2(v.queueExp)
 	e.b1(v.epoch)
@@ -167,6 +168,7 @@ func (m *machine) decode(b []byte) state {
 	}
 	if sem {
 		v.permits = d.i8()
+		v.permitsExp = d.i16()
 	}
 	v.queueExp = d.i16()
 	v.epoch = d.i8()

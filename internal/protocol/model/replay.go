@@ -55,6 +55,9 @@ type Op struct {
 	ReplySeq int64     // try: the token got
 	PTTL     int       // try answered Held: ticks until the lock (a semaphore: its first slot) expires
 	Released bool      // release, leave: the holder's lock was let go
+	// Wake: a semaphore's release or leave found no permits key and
+	// published a plain wake-up (""), handing nothing over.
+	Wake bool
 	// Handoffs are the handoff messages published, in order: a release's
 	// or leave's, and a semaphore's try's for the free slots it handed on.
 	Handoffs []Handoff
@@ -72,10 +75,11 @@ type Handoff struct {
 // Server is the model server's keys. Left counts the ticks until a key
 // or ticket expires.
 type Server struct {
-	Slots     []Slot   // the lock's keys; a semaphore's slots, from 0
-	Permits   int      // a semaphore's permits key; 0 when missing
-	Queue     []Ticket // the queue in order; empty when its keys are missing
-	QueueLeft int      // ticks until both queue keys expire
+	Slots       []Slot   // the lock's keys; a semaphore's slots, from 0
+	Permits     int      // a semaphore's permits key; 0 when missing
+	PermitsLeft int      // ticks until the permits key expires; 0 when it has no ttl
+	Queue       []Ticket // the queue in order; empty when its keys are missing
+	QueueLeft   int      // ticks until both queue keys expire
 }
 
 // Slot is a lock key and its counter: the lock's, or a semaphore slot's.
@@ -205,12 +209,10 @@ func (m *machine) op(s, next *state, a action) Op {
 	if op.Kind == OpRelease {
 		op.Released = s.srv.slot[r.slot].holder == r.holder
 	}
-	for i := range int(s.cl[r.client].n) {
-		if op.PassOn && s.srv.slot[i].holder == r.holder {
-			op.Released = true
-			break
-		}
+	if op.PassOn {
+		op.Released = m.heldSlot(s, r.holder, max(op.N, int(s.srv.permits))) >= 0
 	}
+	op.Wake = m.woke
 	return op
 }
 
@@ -218,6 +220,9 @@ func (m *machine) op(s, next *state, a action) Op {
 func (m *machine) server(s *state) Server {
 	v, now := &s.srv, int(s.now)
 	out := Server{Slots: make([]Slot, m.cfg.slots()), Permits: int(v.permits)}
+	if v.permitsExp != 0 {
+		out.PermitsLeft = int(v.permitsExp) - now
+	}
 	for i, l := range v.slot[:m.cfg.slots()] {
 		if l.holder != noHolder {
 			out.Slots[i].Lock = &LockKey{Holder: m.holderName(l.holder), Seq: l.seq, Left: int(l.exp) - now}

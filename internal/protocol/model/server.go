@@ -15,15 +15,24 @@ func usOf(t int16) int64 { return int64(t) * 1000 }
 // to the queue's live head (or anyone, with nobody queued), and that head
 // hands every other free slot below its N to the next live waiters. The
 // lock is a semaphore of one slot that writes no permits key.
+//
+// A semaphore's try writes its N into the permits key when the key holds
+// another or is missing, with the counter's ttl, and looks for the
+// holder's slot past its N too, up to the N the key held before (a slot a
+// client with a larger N handed over, or took for this holder id).
 func (m *machine) serverTry(s *state, r request) (reply, *violation) {
 	v := &s.srv
 	n := int(s.cl[r.client].n)
 	rep := reply{client: r.client, acq: r.acq, epoch: v.epoch}
+	scan := n
 	if m.cfg.sem() {
-		v.permits = int8(n)
+		scan = max(n, int(v.permits)) // own_slot: up to the N read before the write
+		if v.permits != int8(n) {
+			v.permits, v.permitsExp = int8(n), m.counterExpiry(s)
+		}
 	}
 	free := -1
-	for i := range n {
+	for i := range scan {
 		l := &v.slot[i]
 		if l.holder == r.holder { // re-acquire: also a handoff whose message was lost
 			l.exp = s.now + int16(m.cfg.TTL)
@@ -31,10 +40,13 @@ func (m *machine) serverTry(s *state, r request) (reply, *violation) {
 			if j := v.enqueued(r.holder); j >= 0 {
 				v.dequeue(j)
 			}
+			if i >= n {
+				m.note(evPastN)
+			}
 			rep.kind, rep.seq, rep.slot = repReacquired, l.seq, int8(i)
 			return rep, nil
 		}
-		if l.holder == noHolder && free < 0 {
+		if l.holder == noHolder && free < 0 && i < n {
 			free = i
 		}
 	}
@@ -73,11 +85,11 @@ func (m *machine) serverTry(s *state, r request) (reply, *violation) {
 
 // serverRelease is release_fair.lua (sem_release.lua on the request's
 // slot), and leave.lua (sem_leave.lua) when leave is "1" (a waiter that
-// gives up: dequeue, then release what was handed to it: the first of its
-// N slots it has) or, with ReuseHolder, "2" (dequeue only: the lock may
-// be one the same holder id got in an earlier Acquire). A semaphore's slot
-// at or past the N of the last try is deleted, not handed on (permit.lua's
-// pass_slot): the semaphore shrank.
+// gives up: dequeue, then release what was handed to it) or, with
+// ReuseHolder, "2" (dequeue only: the lock may be one the same holder id
+// got in an earlier Acquire). A semaphore's leave looks for the holder's
+// slot among the first max(N, permits key's) slots, and passes it on as
+// a release does (passSlot).
 func (m *machine) serverRelease(s *state, r request) *violation {
 	v := &s.srv
 	i := int(r.slot)
@@ -88,32 +100,87 @@ func (m *machine) serverRelease(s *state, r request) *violation {
 		if m.cfg.ReuseHolder {
 			return nil
 		}
-		i = -1
-		for j := range int(s.cl[r.client].n) {
-			if v.slot[j].holder == r.holder {
-				i = j
-				break
-			}
-		}
-		if i < 0 {
+		if i = m.heldSlot(s, r.holder, max(int(s.cl[r.client].n), int(v.permits))); i < 0 {
 			return nil
+		}
+		if i >= int(s.cl[r.client].n) {
+			m.note(evPastN)
 		}
 	}
 	if v.slot[i].holder != r.holder {
 		return nil
 	}
 	v.slot[i].clear()
-	if m.cfg.sem() && i >= int(v.permits) {
+	if !m.cfg.sem() {
+		return m.handOff(s, i)
+	}
+	return m.passSlot(s, i, r.kind == reqRelease)
+}
+
+// heldSlot is the first of slots 0..n-1 that holder h has, -1 when none.
+func (m *machine) heldSlot(s *state, h int8, n int) int {
+	for i := range n {
+		if s.srv.slot[i].holder == h {
+			return i
+		}
+	}
+	return -1
+}
+
+// passSlot is permit.lua's pass_slot on slot i, which a release or leave
+// has just let go of. Below the permits key's N the slot is handed on; at
+// or past it, deleted (the semaphore shrank). With the key missing (it
+// lapsed a counter ttl after the last try that wrote it, or a restart lost
+// it) the slot is deleted and every waiter woken, handed nothing: their
+// tries take the slot in the queue's order, and write N again. A release
+// with nobody queued takes sem_release.lua's short path: it deletes the
+// slot and tells no one.
+func (m *machine) passSlot(s *state, i int, release bool) *violation {
+	v := &s.srv
+	switch {
+	case v.permits == 0:
+		if !release || v.nq > 0 {
+			m.wake(s)
+		}
+		return nil
+	case i >= int(v.permits):
 		s.surplus |= 1 << i // let go of after the semaphore shrank below it
 		if !m.cfg.HandSurplus {
-			// A missing permits key (a restart) also publishes a plain
-			// wake-up; the model's holders never outlive their keys, so a
-			// slot is never released without it.
 			m.note(evSurplus)
 			return nil
 		}
 	}
 	return m.handOff(s, i)
+}
+
+// wake publishes a plain wake-up: each client whose Acquire listens (it
+// tries, waits or refreshes a handoff, with tries left to make) gets it,
+// and tries again at once when it reads it (wait.go: a wake-up that hands
+// nothing over). A waiter that has one pending gets no second: notify
+// keeps one wake-up per waiter.
+func (m *machine) wake(s *state) {
+	m.note(evWake)
+	m.woke = true
+	for c := range int8(m.cfg.Clients) {
+		cl := &s.cl[c]
+		if !m.listens(cl) {
+			continue
+		}
+		msg := message{holder: m.holderOf(c, cl.acq), epoch: s.srv.epoch}
+		pending := false
+		for _, x := range s.msgs[:s.nMsg] {
+			pending = pending || x.plain() && x.holder == msg.holder
+		}
+		if !pending {
+			s.addMsg(msg)
+		}
+	}
+}
+
+// listens reports whether cl's Acquire would act on a plain wake-up: it is
+// in its wait loop, with a try left to make (a bound of the search).
+func (m *machine) listens(cl *client) bool {
+	return (cl.phase == trying || cl.phase == waiting || cl.phase == refreshing) && int(cl.tries) < m.cfg.MaxTries
 }
 
 // handOff is handoff.lua's hand_off on slot i, which is free: it goes to
@@ -236,6 +303,16 @@ func (m *machine) issue(s *state, i int, seq int64) *violation {
 	}
 	s.issued[i] = max(s.issued[i], seq)
 	return bad
+}
+
+// counterExpiry is the expiry a key written now with the counter's ttl
+// has: the permits key's (a counter's may be later, see nextSeq); 0 for
+// none.
+func (m *machine) counterExpiry(s *state) int16 {
+	if m.cfg.CounterTTL == 0 {
+		return 0
+	}
+	return s.now + int16(m.cfg.CounterTTL)
 }
 
 // passes is the first tick at which the clock is past µs value u.

@@ -31,13 +31,14 @@ const (
 // tickets, a semaphore's permits key, and how many times it has restarted
 // (its epoch).
 type server struct {
-	slot     [maxSlots]lockKey // the lock is slot 0
-	permits  int8              // a semaphore's permits key: the N of the last try; 0 when missing
-	nq       int8
-	queue    [maxQueue]ticket
-	queueExp int16 // both queue keys expire together (enqueue's PEXPIRE)
-	epoch    int8
-	down     bool // restarted in this tick: executes nothing until the next
+	slot       [maxSlots]lockKey // the lock is slot 0
+	permits    int8              // a semaphore's permits key: the N of the last try that changed it; 0 when missing
+	nq         int8
+	queue      [maxQueue]ticket
+	queueExp   int16 // both queue keys expire together (enqueue's PEXPIRE)
+	epoch      int8
+	down       bool  // restarted in this tick: executes nothing until the next
+	permitsExp int16 // the permits key's expiry, the counter ttl after its last write; 0: no ttl
 }
 
 // lockKey is a lock key and its counter: the lock's, or a semaphore
@@ -106,7 +107,9 @@ type reply struct {
 }
 
 // message is a fair handoff on the lock's channel, routed to the waiter
-// that has the holder id (notify does that routing).
+// that has the holder id (notify does that routing), or, with seq 0, a
+// semaphore's plain wake-up (""), which every listening waiter gets: one
+// message per waiter, under its holder id (see wake).
 type message struct {
 	holder  int8
 	attempt int8 // Fixed: the ticket's attempt at the handoff; Old: 0
@@ -114,6 +117,9 @@ type message struct {
 	slot    int8 // the semaphore's slot handed over (0 for the lock)
 	seq     int64
 }
+
+// plain reports whether msg is a wake-up that hands nothing over.
+func (msg *message) plain() bool { return msg.seq == 0 }
 
 // client is one process running Acquire calls one after the other.
 type client struct {

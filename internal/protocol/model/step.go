@@ -9,6 +9,7 @@ var sprintf = fmt.Sprintf
 type machine struct {
 	cfg    Config
 	last   reply // the last script reply serve made, for describing a trace
+	woke   bool  // the last server step published a plain wake-up
 	events [nEvents]int
 }
 
@@ -32,12 +33,16 @@ const (
 	evHandToDead                 // a handoff went to a holder id no live Acquire can take
 	evDrain                      // a semaphore's try that took a slot handed a free one on
 	evSurplus                    // a semaphore's release deleted a slot at or past the permits key's N
+	evPastN                      // a semaphore's try re-acquired, or its leave let go of, a slot past its client's N
+	evWake                       // a semaphore's release or leave found no permits key: slot deleted, waiters woken
+	evWakeRead                   // a waiter read a plain wake-up and tried again
 	nEvents
 )
 
 var eventNames = [nEvents]string{"try lease", "handoff lease", "handoff refresh", "refresh lease",
 	"refresh failed", "earlier acquire's handoff", "dead on arrival", "handoff",
-	"claim lease", "confirm", "confirmed", "confirm failed", "handoff to the dead", "drain handoff", "surplus deleted"}
+	"claim lease", "confirm", "confirmed", "confirm failed", "handoff to the dead", "drain handoff", "surplus deleted",
+	"slot past N", "wake-up", "wake-up read"}
 
 func (m *machine) note(e event) { m.events[e]++ }
 
@@ -102,7 +107,7 @@ func (m *machine) actions(s *state, out []action) []action {
 		if int(s.losses) < c.Losses {
 			out = append(out, action{kind: aLose, idx: int8(i)})
 		}
-		if int(s.dups) < c.Duplicates && int(s.nMsg) < maxMsgs {
+		if int(s.dups) < c.Duplicates && int(s.nMsg) < maxMsgs && !s.msgs[i].plain() {
 			out = append(out, action{kind: aDup, idx: int8(i)})
 		}
 	}
@@ -232,6 +237,7 @@ func (m *machine) advanceFloor(s *state, idx int8) int64 {
 func (m *machine) serve(s *state, r request) *violation {
 	var rep reply
 	var bad *violation
+	m.woke = false
 	switch r.kind {
 	case reqTry:
 		rep, bad = m.serverTry(s, r)
@@ -307,7 +313,9 @@ func (m *machine) check(s *state) *violation {
 // on one slot) in one server epoch; for a semaphore, no more windows in an
 // epoch than its largest N, and, once it shrank (the permits key holds
 // the smaller N, and every surplus slot was let go of or free since), no
-// more than the smaller N in the server's epoch.
+// more than the smaller N in the server's epoch; and no holder id has two
+// slots at once (one Acquire, one permit: the other slot would be lost to
+// the waiters until its key expires).
 func (m *machine) exclusion(s *state) *violation {
 	var count [maxEpochs]int
 	for i := 0; i < m.cfg.Clients; i++ {
@@ -328,13 +336,22 @@ func (m *machine) exclusion(s *state) *violation {
 	if !m.cfg.sem() {
 		return nil
 	}
+	v := &s.srv
+	for i := range m.cfg.slots() {
+		for j := i + 1; j < m.cfg.slots(); j++ {
+			if h := v.slot[i].holder; h != noHolder && v.slot[j].holder == h {
+				return &violation{Exclusion, sprintf("%s has slots %d (seq %d) and %d (seq %d) at once",
+					m.holderName(h), i, v.slot[i].seq, j, v.slot[j].seq)}
+			}
+		}
+	}
 	for e, n := range count {
 		if n > m.cfg.slots() {
 			return &violation{Exclusion, sprintf("%d leases of epoch %d at once, over %d permits", n, e, m.cfg.slots())}
 		}
 	}
-	if full := uint8(1<<m.cfg.Permits - 1<<m.cfg.NewPermits); m.cfg.shrinks() && int(s.srv.permits) == m.cfg.NewPermits &&
-		s.surplus == full && count[s.srv.epoch] > m.cfg.NewPermits {
+	if full := uint8(1<<m.cfg.Permits - 1<<m.cfg.NewPermits); m.cfg.shrinks() && int(v.permits) == m.cfg.NewPermits &&
+		s.surplus == full && count[v.epoch] > m.cfg.NewPermits {
 		return &violation{Exclusion, sprintf("%d leases at once after the semaphore shrank to %d permits and its slots %d..%d were let go of",
 			count[s.srv.epoch], m.cfg.NewPermits, m.cfg.NewPermits, m.cfg.Permits-1)}
 	}
