@@ -1,5 +1,6 @@
--- The rest of acquire_fair.lua, after queue.lua: the lock is held (seq:
--- by this holder; taken: by another), or it is free with a queue.
+-- The rest of acquire_fair.lua, after queue.lua, publish.lua and
+-- handoff.lua: the lock is held (seq: by this holder; taken: by another),
+-- or it is free with a queue.
 if seq then
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
   dequeue(ARGV[1])
@@ -19,6 +20,7 @@ if more or (head and head ~= ARGV[1]) then
   if more then
     return {3, 1}
   end
+  hand_off(ARGV[7], ARGV[3], ARGV[4], ARGV[8], nil) -- to the live head
   return {3, 0}
 end
 if head then

@@ -47,7 +47,7 @@ func (l *lockArgs) fair() []string { return l.keys[:] }
 // argList is an argument list that one call at a time may borrow.
 type argList struct {
 	busy atomic.Bool
-	a    [6]any // as many as a script takes
+	a    [8]any // as many as a script takes
 }
 
 // list lends a call an empty argument list: the lock's own while no other

@@ -60,6 +60,9 @@ type Try struct {
 	// Attempt, for a fair try, queues the holder under this attempt when
 	// the lock is not got; 0 tries without queueing (TryAcquire).
 	Attempt Attempt
+	// PubSub is how a fair try publishes, when it hands a free lock to
+	// the live head of the queue.
+	PubSub PubSub
 
 	// ticketTTL, when not 0, is the ticket lifetime passed to the script
 	// instead of TicketTTL (and so bounds the claim window): only for the
@@ -130,7 +133,7 @@ func (t Try) call(k Keys) call {
 		if t.ticketTTL != 0 {
 			tt = ms(t.ticketTTL)
 		}
-		return call{acquireFair, l, l.fair(), append(args, tt, a)}
+		return call{acquireFair, l, l.fair(), append(args, tt, a, l.channel.of(k.Channel), t.PubSub.spublish())}
 	}
 	return call{acquire, l, l.lockCounter(), append(args, flag(!t.Unfenced))}
 }

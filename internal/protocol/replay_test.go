@@ -321,7 +321,7 @@ func (r *replayer) release(name string) protocol.Release {
 // the client's N.
 func (r *replayer) try(op model.Op) (protocol.PermitResult, error) {
 	try := protocol.Try{Holder: r.holder(op.Holder), TTL: time.Duration(r.cfg.TTL) * tick, Counter: r.counter,
-		Fair: true, Attempt: protocol.Attempt(op.Attempt)}
+		Fair: true, Attempt: protocol.Attempt(op.Attempt), PubSub: protocol.PubSubClassic}
 	try = protocol.WithTicketTTL(try, time.Duration(r.cfg.TicketTTL)*tick)
 	if r.sems != nil {
 		return protocol.AcquirePermit(r.ctx, rdb, r.sems[op.N-1], try, protocol.PubSubClassic)

@@ -141,7 +141,7 @@ func queued(t testing.TB, k protocol.Keys) ([]string, map[string]protocol.Ticket
 }
 
 func fairTry(holder string, ttl time.Duration, a protocol.Attempt) protocol.Try {
-	return protocol.Try{Holder: holder, TTL: ttl, Counter: counter, Fair: true, Attempt: a}
+	return protocol.Try{Holder: holder, TTL: ttl, Counter: counter, Fair: true, Attempt: a, PubSub: protocol.PubSubClassic}
 }
 
 func TestAcquireFairQueues(t *testing.T) {
@@ -230,30 +230,44 @@ func TestAcquireFairReserved(t *testing.T) {
 	require.Equal(t, protocol.Held, res.Outcome)
 	require.NoError(t, rdb.Del(ctx, k.Lock).Err())
 
-	// Free, but w1 is a live head ahead: Reserved; x queues behind w1.
+	// Free, but w1 is a live head ahead: Reserved; x queues behind w1, and
+	// the lock is handed to w1 (its claim window), as a release would.
+	sub := subscribe(t, k, false)
 	res, err = protocol.Acquire(ctx, rdb, k, fairTry("x", 5*time.Second, 2))
 	require.NoError(t, err)
 	assert.Equal(t, protocol.TryResult{Outcome: protocol.Reserved}, res)
 	assert.False(t, res.Got())
 	q, _ := queued(t, k)
-	assert.Equal(t, []string{"w1", "x"}, q)
-	// Without an attempt, Reserved without queueing.
+	assert.Equal(t, []string{"x"}, q)
+	m := sub.message()
+	assert.Equal(t, protocol.Message{Handoff: true, Holder: "w1", Seq: m.Seq, Attempt: 1}, m)
+	assert.Equal(t, protocol.LockValue("w1", m.Seq), lockValue(t, k))
+	within(t, protocol.ClaimTTL(5*time.Second), pttl(t, k.Lock), time.Second, "claim window")
+	// Without an attempt, a try finds it held, and does not queue.
 	res, err = protocol.Acquire(ctx, rdb, k, fairTry("y", 5*time.Second, 0))
 	require.NoError(t, err)
-	assert.Equal(t, protocol.Reserved, res.Outcome)
+	assert.Equal(t, protocol.Held, res.Outcome)
 	q, _ = queued(t, k)
-	assert.Equal(t, []string{"w1", "x"}, q)
-	assert.Equal(t, "", lockValue(t, k))
+	assert.Equal(t, []string{"x"}, q)
 
-	// The head gets it, and leaves the queue.
+	// The head's try finds it handed over: its ttl, and it leaves the queue.
 	res, err = protocol.Acquire(ctx, rdb, k, fairTry("w1", 6*time.Second, 3))
 	require.NoError(t, err)
-	assert.Equal(t, protocol.Acquired, res.Outcome)
+	assert.Equal(t, protocol.Reacquired, res.Outcome)
+	assert.Equal(t, m.Seq, res.Seq)
 	assert.Equal(t, protocol.LockValue("w1", res.Seq), lockValue(t, k))
 	within(t, 6*time.Second, pttl(t, k.Lock), time.Second, "lock ttl")
 	q, tickets := queued(t, k)
 	assert.Equal(t, []string{"x"}, q)
 	assert.NotContains(t, tickets, "w1")
+
+	// With the head's ticket dead and the lock free, a try that is not
+	// the head's drops it and takes the lock (nobody live ahead).
+	require.NoError(t, rdb.Del(ctx, k.Lock).Err())
+	deadTicket(t, k, "x", 1)
+	res, err = protocol.Acquire(ctx, rdb, k, fairTry("z", 5*time.Second, 4))
+	require.NoError(t, err)
+	assert.Equal(t, protocol.Acquired, res.Outcome)
 }
 
 // deadTicket queues holder with a ticket that expired a second ago, as a

@@ -29,9 +29,9 @@ if more or (head and head ~= ARGV[1]) then
     return {3, 1, -1}
   end
   -- The free slot is the live head's: it is handed over now, as a release
-  -- would, rather than left for the head's next try, which may never see
-  -- it (a head that died keeps its place until its ticket expires; a
-  -- head's N may not reach the slot).
+  -- would (acquire_fair.lua does the same), rather than left for the
+  -- head's next try, which may never see it (a head that died keeps its
+  -- place until its ticket expires; a head's N may not reach the slot).
   at_slot(free)
   hand_off(ARGV[8], ARGV[3], ARGV[4], ARGV[9], nil, ':' .. free)
   return {3, 0, -1}

@@ -117,7 +117,8 @@ type PermitResult struct {
 
 // AcquirePermit runs one try to take a permit of s (sem_acquire.lua). A
 // fair try's rules apply to the semaphore's one queue; t.Fair is ignored
-// (a semaphore is always fair), t.Unfenced refused.
+// (a semaphore is always fair), t.Unfenced refused; ps, not t.PubSub, is
+// how it publishes a handoff.
 func AcquirePermit(ctx context.Context, c redis.Scripter, s Semaphore, t Try, ps PubSub) (PermitResult, error) {
 	if t.Unfenced {
 		return PermitResult{}, errors.New("protocol: a semaphore's permits are fenced")

@@ -93,6 +93,9 @@ func (a *Attempt) Try(ctx context.Context) (*family.Grant, family.Miss, error) {
 	if t.Fair && a.r.Waiting {
 		t.Attempt = protocol.NewAttempt() // queues the waiter
 	}
+	if t.Fair {
+		t.PubSub = s.cfg.Nodes[0].Caps().PubSub // a fair lock is on one node
+	}
 	start := time.Now()
 	a.tries.add(t.Attempt, start)
 	var rs []Reply[protocol.TryResult]

@@ -46,7 +46,8 @@ type script struct {
 // scripts are the scripts of package protocol and what each is made of.
 var scripts = []script{
 	{"acquire", []string{"common.lua", "acquire.lua"}},
-	{"acquire_fair", []string{"common.lua", "acquire_fair.lua", "queue.lua", "acquire_fair_queued.lua"}},
+	{"acquire_fair", []string{"common.lua", "acquire_fair.lua", "queue.lua", "publish.lua", "handoff.lua",
+		"acquire_fair_queued.lua"}},
 	{"refresh", []string{"refresh.lua"}},
 	{"release", []string{"publish.lua", "release.lua"}},
 	{"release_fair", []string{"release_fair.lua", "common.lua", "publish.lua", "queue.lua", "handoff.lua",

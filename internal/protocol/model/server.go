@@ -12,8 +12,9 @@ func usOf(t int16) int64 { return int64(t) * 1000 }
 // serverTry is acquire_fair.lua with an attempt (a waiting try), and for a
 // semaphore sem_acquire.lua, which is the same on N slots: the holder's
 // slot is re-acquired; with none free, the try queues; a free slot goes
-// to the queue's live head (or anyone, with nobody queued), and that head
-// hands every other free slot below its N to the next live waiters. The
+// to the queue's live head (or anyone, with nobody queued): another's try
+// queues and hands it to the head, the head's takes it and hands every
+// other free slot below its N to the next live waiters. The
 // lock is a semaphore of one slot that writes no permits key.
 //
 // A semaphore's try writes its N into the permits key when the key holds
@@ -62,6 +63,13 @@ func (m *machine) serverTry(s *state, r request) (reply, *violation) {
 		if v.queue[0].holder != r.holder {
 			m.enqueue(s, r.holder, r.attempt)
 			rep.kind = repQueued
+			if m.cfg.Variant == Fixed {
+				// The free slot is the live head's: the try hands it
+				// over, as a release would (acquire_fair.lua,
+				// sem_acquire_queued.lua).
+				m.note(evReservedHandoff)
+				return rep, m.handOff(s, free)
+			}
 			return rep, nil
 		}
 		v.dequeue(0)
