@@ -18,25 +18,25 @@ type machine struct {
 type event uint8
 
 const (
-	evTryLease      event = iota // a try's reply gave a lease
-	evHandoffLease               // a handoff message gave a lease without a refresh
-	evRefreshSent                // a handoff left under half the ttl: refresh first
-	evRefreshLease               // that refresh succeeded
-	evRefreshFailed              // that refresh failed: the waiter tries again
-	evOtherAcquire               // Fixed ignored a handoff to an earlier Acquire
-	evDeadOnArrival              // a lease was past its deadline when returned
-	evHandoff                    // a release or leave handed the lock to the queue's head
-	evClaimLease                 // a handoff gave a lease on the claim window only
-	evConfirmSent                // a claimed lease sent its confirm
-	evConfirmed                  // the confirm moved the deadline to the whole ttl
-	evConfirmFailed              // the confirm found the lock gone: the lease is lost
-	evHandToDead                 // a handoff went to a holder id no live Acquire can take
-	evDrain                      // a semaphore's try that took a slot handed a free one on
-	evSurplus                    // a semaphore's release deleted a slot at or past the permits key's N
-	evPastN                      // a semaphore's try re-acquired, or its leave let go of, a slot past its client's N
-	evWake                       // a semaphore's release or leave found no permits key: slot deleted, waiters woken
-	evWakeRead                   // a waiter read a plain wake-up and tried again
-	evReservedHandoff            // a try found the lock (a slot) free and reserved: it handed it to the live head
+	evTryLease        event = iota // a try's reply gave a lease
+	evHandoffLease                 // a handoff message gave a lease without a refresh
+	evRefreshSent                  // a handoff left under half the ttl: refresh first
+	evRefreshLease                 // that refresh succeeded
+	evRefreshFailed                // that refresh failed: the waiter tries again
+	evOtherAcquire                 // Fixed ignored a handoff to an earlier Acquire
+	evDeadOnArrival                // a lease was past its deadline when returned
+	evHandoff                      // a release or leave handed the lock to the queue's head
+	evClaimLease                   // a handoff gave a lease on the claim window only
+	evConfirmSent                  // a claimed lease sent its confirm
+	evConfirmed                    // the confirm moved the deadline to the whole ttl
+	evConfirmFailed                // the confirm found the lock gone: the lease is lost
+	evHandToDead                   // a handoff went to a holder id no live Acquire can take
+	evDrain                        // a semaphore's try that took a slot handed a free one on
+	evSurplus                      // a semaphore's release deleted a slot at or past the permits key's N
+	evPastN                        // a semaphore's try re-acquired, or its leave let go of, a slot past its client's N
+	evWake                         // a semaphore's release or leave found no permits key: slot deleted, waiters woken
+	evWakeRead                     // a waiter read a plain wake-up and tried again
+	evReservedHandoff              // a try found the lock (a slot) free and reserved: it handed it to the live head
 	nEvents
 )
 
