@@ -60,9 +60,7 @@ type Try struct {
 	// Attempt, for a fair try, queues the holder under this attempt when
 	// the lock is not got; 0 tries without queueing (TryAcquire).
 	Attempt Attempt
-	// PubSub is how a fair try publishes, when it hands a free lock to
-	// the live head of the queue.
-	PubSub PubSub
+	PubSub  PubSub // how a fair try publishes when it hands a free lock to the live head
 
 	// ticketTTL, when not 0, is the ticket lifetime passed to the script
 	// instead of TicketTTL (and so bounds the claim window): only for the
