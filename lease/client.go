@@ -263,7 +263,7 @@ func (c *Client) begin(ctx context.Context, name string, sem *protocol.Semaphore
 	if of, slot, ok := protocol.ParsePermitName(name); ok && sem == nil {
 		// A lease of a slot must come through its semaphore, which queues
 		// it with the semaphore's waiters and reads the slot's N.
-		return nil, family.Acquire{}, invalid("%q names slot %d of semaphore %q: take a permit with Client.Semaphore(%q, n)", name, slot, of, of)
+		return nil, family.Acquire{}, invalid("%q names slot %d of semaphore %q: take a permit of it (Client.Semaphore(%q, n); fencelock run --permits n %s)", name, slot, of, of, of)
 	}
 	if err := lifetime.CheckTTL(ttl, c.cfg.DriftFactor); err != nil {
 		return nil, family.Acquire{}, invalid("%w", err)
