@@ -16,8 +16,11 @@ import (
 )
 
 // scriptBudget is the longest a script call may run, whatever other clients
-// left in the lock's keys: Redis serves no other client meanwhile.
-const scriptBudget = 5 * time.Millisecond
+// left in the lock's keys: Redis serves no other client meanwhile. The
+// calls measure 0.3-0.6 ms alone (4.87 s before the bounds); SLOWLOG
+// counts wall time, which a 2-core machine running the model's search
+// beside it stretched past 5 ms once: the budget leaves room for that.
+const scriptBudget = 25 * time.Millisecond
 
 // TestBoundedWorkHostileQueue leaves what abandoned waiters and a hostile
 // client with write access can leave in a fair lock's queue, then serves

@@ -40,8 +40,8 @@ if head then
   dequeue(ARGV[1])
 end
 at_slot(free)
-local ca = redis.call('MGET', COUNTER, AHEAD)
-local r = take(ARGV[1], ARGV[2], ARGV[3], ARGV[4], ca[1], now, ca[2])
+local c, ahead = counter_of(free)
+local r = take(ARGV[1], ARGV[2], ARGV[3], ARGV[4], c, now, ahead)
 if r.err then
   return r
 end
@@ -52,7 +52,7 @@ for i = free + 1, n - 1 do
   if redis.call('EXISTS', KEYS[4]) == 0 then
     break
   end
-  if not lv[i + 3] then
+  if not lv[i + 5] then
     at_slot(i)
     if hand_off(ARGV[8], ARGV[3], ARGV[4], ARGV[9], nil, ':' .. i) then
       break -- a counter past 2^53-1: the slot stays free

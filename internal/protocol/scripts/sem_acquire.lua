@@ -242,15 +242,29 @@ end
 
 -- ---- sem_acquire.lua ----
 -- This file opens its script, after common.lua and slot.lua: the common
--- case (a free slot, nobody waiting: MGET, MGET, SET, SET) returns before
+-- case (slot 0 free, nobody waiting: MGET, SET, SET, as a lock's; a later
+-- free slot: one MGET more, for its counter) returns before
 -- the queue's functions are built; every other case goes on in
 -- sem_acquire_queued.lua.
 local n = tonumber(ARGV[7])
-local ks = {KEYS[6], KEYS[7]}
+-- One MGET: the waiting and permits keys, slot 0's counter and ahead key
+-- (KEYS[2], KEYS[3]: the slot an uncontended try takes), then every slot,
+-- slot i at lv[i + 5].
+local ks = {KEYS[6], KEYS[7], KEYS[2], KEYS[3]}
 for i = 0, n - 1 do
-  ks[i + 3] = slot_lock(i)
+  ks[i + 5] = slot_lock(i)
 end
 local lv = redis.call('MGET', unpack(ks))
+
+-- counter_of returns the counter and ahead key of slot i, which at_slot
+-- points at: slot 0's as read above, another's read now.
+local function counter_of(i)
+  if i == 0 then
+    return lv[3], lv[4]
+  end
+  local ca = redis.call('MGET', COUNTER, AHEAD)
+  return ca[1], ca[2]
+end
 if lv[2] ~= ARGV[7] then
   if ARGV[3] == '0' then
     redis.call('SET', KEYS[7], ARGV[7])
@@ -260,7 +274,7 @@ if lv[2] ~= ARGV[7] then
 end
 local mine, mine_seq, free -- the holder's slot and its Seq; the first free slot
 for i = 0, n - 1 do
-  local seq, taken = holds(lv[i + 3], ARGV[1])
+  local seq, taken = holds(lv[i + 5], ARGV[1])
   if seq then
     mine, mine_seq = i, seq
     break
@@ -278,8 +292,8 @@ if not mine and free then
   q = lv[1] and redis.call('ZCARD', KEYS[4]) or 0 -- no waiting key: no queue
   if q == 0 then
     at_slot(free)
-    local ca = redis.call('MGET', COUNTER, AHEAD)
-    local r = take(ARGV[1], ARGV[2], ARGV[3], ARGV[4], ca[1], nil, ca[2])
+    local c, ahead = counter_of(free)
+    local r = take(ARGV[1], ARGV[2], ARGV[3], ARGV[4], c, nil, ahead)
     if r.err then
       return r
     end
@@ -539,8 +553,8 @@ if head then
   dequeue(ARGV[1])
 end
 at_slot(free)
-local ca = redis.call('MGET', COUNTER, AHEAD)
-local r = take(ARGV[1], ARGV[2], ARGV[3], ARGV[4], ca[1], now, ca[2])
+local c, ahead = counter_of(free)
+local r = take(ARGV[1], ARGV[2], ARGV[3], ARGV[4], c, now, ahead)
 if r.err then
   return r
 end
@@ -551,7 +565,7 @@ for i = free + 1, n - 1 do
   if redis.call('EXISTS', KEYS[4]) == 0 then
     break
   end
-  if not lv[i + 3] then
+  if not lv[i + 5] then
     at_slot(i)
     if hand_off(ARGV[8], ARGV[3], ARGV[4], ARGV[9], nil, ':' .. i) then
       break -- a counter past 2^53-1: the slot stays free
