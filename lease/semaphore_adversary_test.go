@@ -143,9 +143,9 @@ func TestSemaphoreAdversaryDeadWaiterShortTTL(t *testing.T) {
 	// D: a waiter in another process, seen from Redis: its tries, then
 	// nothing (SIGKILL).
 	keys := protocol.SemaphoreFor(lease.DefaultPrefix, n, 1)
-	dead := protocol.Try{Holder: "dead-waiter", TTL: ttl, Counter: protocol.Counter{TTL: lease.DefaultCounterTTL}, Attempt: protocol.NewAttempt()}
+	dead := protocol.Try{Holder: "dead-waiter", TTL: ttl, Counter: protocol.Counter{TTL: lease.DefaultCounterTTL}, Attempt: protocol.NewAttempt(), PubSub: protocol.PubSubClassic}
 	tryD := func() {
-		r, err := protocol.AcquirePermit(ctx, shared, keys, dead, protocol.PubSubClassic)
+		r, err := protocol.AcquirePermit(ctx, shared, keys, dead)
 		require.NoError(t, err)
 		require.False(t, r.Got())
 	}

@@ -89,11 +89,11 @@ func TestUncontendedPermitCommands(t *testing.T) {
 	ctx := t.Context()
 	for _, n := range []int{1, protocol.MaxPermits} {
 		s := semFor(t, n)
-		try := protocol.Try{Holder: "h1", TTL: time.Minute, Counter: counter}
+		try := protocol.Try{Holder: "h1", TTL: time.Minute, Counter: counter, PubSub: protocol.PubSubClassic}
 		rel := protocol.Release{Holder: "h1", Counter: counter, PubSub: protocol.PubSubClassic}
 		for i := range 2 { // the first loads the scripts, writes N and creates the counter
 			require.NoError(t, own.ConfigResetStat(ctx).Err())
-			res, err := protocol.AcquirePermit(ctx, own, s, try, protocol.PubSubClassic)
+			res, err := protocol.AcquirePermit(ctx, own, s, try)
 			require.NoError(t, err)
 			require.Equal(t, protocol.Acquired, res.Outcome)
 			require.Equal(t, 0, res.Slot)

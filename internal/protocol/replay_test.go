@@ -324,7 +324,7 @@ func (r *replayer) try(op model.Op) (protocol.PermitResult, error) {
 		Fair: true, Attempt: protocol.Attempt(op.Attempt), PubSub: protocol.PubSubClassic}
 	try = protocol.WithTicketTTL(try, time.Duration(r.cfg.TicketTTL)*tick)
 	if r.sems != nil {
-		return protocol.AcquirePermit(r.ctx, rdb, r.sems[op.N-1], try, protocol.PubSubClassic)
+		return protocol.AcquirePermit(r.ctx, rdb, r.sems[op.N-1], try)
 	}
 	res, err := protocol.Acquire(r.ctx, rdb, r.k, try)
 	return protocol.PermitResult{TryResult: res}, err

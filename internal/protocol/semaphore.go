@@ -117,9 +117,8 @@ type PermitResult struct {
 
 // AcquirePermit runs one try to take a permit of s (sem_acquire.lua). A
 // fair try's rules apply to the semaphore's one queue; t.Fair is ignored
-// (a semaphore is always fair), t.Unfenced refused; ps, not t.PubSub, is
-// how it publishes a handoff.
-func AcquirePermit(ctx context.Context, c redis.Scripter, s Semaphore, t Try, ps PubSub) (PermitResult, error) {
+// (a semaphore is always fair), t.Unfenced refused.
+func AcquirePermit(ctx context.Context, c redis.Scripter, s Semaphore, t Try) (PermitResult, error) {
 	if t.Unfenced {
 		return PermitResult{}, errors.New("protocol: a semaphore's permits are fenced")
 	}
@@ -132,7 +131,7 @@ func AcquirePermit(ctx context.Context, c redis.Scripter, s Semaphore, t Try, ps
 		tt = ms(t.ticketTTL)
 	}
 	v, err := semAcquire.Run(ctx, c, s.all, t.Holder, ms(t.TTL), ms(t.Counter.TTL), flag(t.Counter.ClockFloor),
-		tt, a, s.N, s.Keys.Channel, ps.spublish()).Result()
+		tt, a, s.N, s.Keys.Channel, t.PubSub.spublish()).Result()
 	if err != nil {
 		return PermitResult{Slot: -1}, err
 	}

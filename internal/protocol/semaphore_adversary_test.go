@@ -53,7 +53,7 @@ func TestSemaphoreAdversaryKeysBounded(t *testing.T) {
 	s := semFor(t, 2)
 	short := protocol.Counter{TTL: 200 * time.Millisecond}
 	try := func(holder string, a protocol.Attempt) protocol.PermitResult {
-		r, err := protocol.AcquirePermit(ctx, rdb, s, protocol.Try{Holder: holder, TTL: time.Second, Counter: short, Attempt: a}, protocol.PubSubClassic)
+		r, err := protocol.AcquirePermit(ctx, rdb, s, protocol.Try{Holder: holder, TTL: time.Second, Counter: short, Attempt: a, PubSub: protocol.PubSubClassic})
 		require.NoError(t, err)
 		return r
 	}
@@ -104,7 +104,7 @@ func TestSemaphoreAdversaryClusterMigration(t *testing.T) {
 	ctx := t.Context()
 	s := protocol.SemaphoreFor("fencelock-protocol-test:", "migrating", 2)
 	try := func(holder string, a protocol.Attempt) protocol.PermitResult {
-		r, err := protocol.AcquirePermit(ctx, cc, s, protocol.Try{Holder: holder, TTL: time.Minute, Counter: counter, Attempt: a}, protocol.PubSubSharded)
+		r, err := protocol.AcquirePermit(ctx, cc, s, protocol.Try{Holder: holder, TTL: time.Minute, Counter: counter, Attempt: a, PubSub: protocol.PubSubSharded})
 		require.NoError(t, err)
 		return r
 	}
@@ -148,7 +148,7 @@ func TestSemaphoreAdversaryClusterMigration(t *testing.T) {
 	// c's try, as the head of the queue.
 	tctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	r, err := protocol.AcquirePermit(tctx, cc, s, protocol.Try{Holder: "c", TTL: time.Minute, Counter: counter, Attempt: ac}, protocol.PubSubSharded)
+	r, err := protocol.AcquirePermit(tctx, cc, s, protocol.Try{Holder: "c", TTL: time.Minute, Counter: counter, Attempt: ac, PubSub: protocol.PubSubSharded})
 	if err != nil {
 		t.Logf("c's try during the migration was refused: %v", err)
 		return

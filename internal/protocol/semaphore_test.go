@@ -19,7 +19,7 @@ func semFor(t testing.TB, n int) protocol.Semaphore {
 
 func permitTry(t testing.TB, s protocol.Semaphore, holder string, a protocol.Attempt) protocol.PermitResult {
 	t.Helper()
-	r, err := protocol.AcquirePermit(t.Context(), rdb, s, protocol.Try{Holder: holder, TTL: 10 * time.Second, Counter: counter, Attempt: a}, protocol.PubSubClassic)
+	r, err := protocol.AcquirePermit(t.Context(), rdb, s, protocol.Try{Holder: holder, TTL: 10 * time.Second, Counter: counter, Attempt: a, PubSub: protocol.PubSubClassic})
 	require.NoError(t, err)
 	return r
 }
@@ -267,7 +267,7 @@ func TestSemaphorePermitsLapse(t *testing.T) {
 	s := semFor(t, 1)
 	short := protocol.Counter{TTL: 300 * time.Millisecond}
 	try := func(h string, a protocol.Attempt) protocol.PermitResult {
-		r, err := protocol.AcquirePermit(t.Context(), rdb, s, protocol.Try{Holder: h, TTL: 10 * time.Second, Counter: short, Attempt: a}, protocol.PubSubClassic)
+		r, err := protocol.AcquirePermit(t.Context(), rdb, s, protocol.Try{Holder: h, TTL: 10 * time.Second, Counter: short, Attempt: a, PubSub: protocol.PubSubClassic})
 		require.NoError(t, err)
 		return r
 	}

@@ -8,22 +8,17 @@ import (
 )
 
 // A semaphore's permit is a lease on one of its slots (protocol.Semaphore):
-// an Attempt with sem set tries for any slot (tryPermit), a handoff names
-// the slot it gave (handedOff), the grant's backend works on that slot's
-// keys, and a waiter that gives up leaves the semaphore's queue (leaveOp).
+// an Attempt with sem set tries for any slot (tryPermit, through tryOne),
+// a handoff names the slot it gave (handedOff), the grant's backend works
+// on that slot's keys, and a waiter that gives up leaves the semaphore's
+// queue (leaveOp).
 
-// tryPermit is a try for a permit of the semaphore, on one Redis, as
-// tryOne; the slot it got goes in a.slot.
-func (a *Attempt) tryPermit(ctx context.Context, t protocol.Try) Reply[protocol.TryResult] {
-	n := a.s.cfg.Nodes[0]
-	res, sent, err := transport.Watch(ctx, n.Probe, 0, func(ctx context.Context) (protocol.TryResult, transport.Sent, error) {
-		return transport.Send(ctx, n.Tr, func(ctx context.Context, c transport.Conn) (protocol.TryResult, error) {
-			r, err := protocol.AcquirePermit(ctx, c, *a.sem, t, n.Caps().PubSub)
-			if r.Got() {
-				a.slot = r.Slot
-			}
-			return r.TryResult, err
-		})
-	})
-	return Reply[protocol.TryResult]{Val: res, Err: err, Sent: sent, In: true}
+// tryPermit is one try's call for a permit of the semaphore; the slot it
+// got goes in a.slot.
+func (a *Attempt) tryPermit(ctx context.Context, c transport.Conn, t protocol.Try) (protocol.TryResult, error) {
+	r, err := protocol.AcquirePermit(ctx, c, *a.sem, t)
+	if r.Got() {
+		a.slot = r.Slot
+	}
+	return r.TryResult, err
 }

@@ -101,9 +101,6 @@ func (a *Attempt) Try(ctx context.Context) (*family.Grant, family.Miss, error) {
 	var rs []Reply[protocol.TryResult]
 	var k ack
 	switch {
-	case a.sem != nil:
-		a.one[0] = a.tryPermit(ctx, t)
-		rs = a.one[:]
 	case s.cfg.Replicas > 0:
 		a.one[0], k = a.tryAcked(ctx, t)
 		rs = a.one[:]
@@ -220,11 +217,15 @@ func (a *Attempt) grant(tok fence.Token, start time.Time) *family.Grant {
 }
 
 // tryOne is a try on one Redis, inline, its server probed when it is slow
-// to answer so that an error names a refused dial.
+// to answer so that an error names a refused dial: the lock's script, or
+// the semaphore's (tryPermit).
 func (a *Attempt) tryOne(ctx context.Context, t protocol.Try) Reply[protocol.TryResult] {
 	n := a.s.cfg.Nodes[0]
 	res, sent, err := transport.Watch(ctx, n.Probe, 0, func(ctx context.Context) (protocol.TryResult, transport.Sent, error) {
 		return transport.Send(ctx, n.Tr, func(ctx context.Context, c transport.Conn) (protocol.TryResult, error) {
+			if a.sem != nil {
+				return a.tryPermit(ctx, c, t)
+			}
 			return protocol.Acquire(ctx, c, a.keys, t)
 		})
 	})
