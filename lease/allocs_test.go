@@ -66,7 +66,7 @@ func raceBuild() bool {
 // maxPermitAllocs bounds the allocations of one uncontended TryAcquire+
 // Release of a semaphore's permit, whatever N: the semaphore's keys are
 // built once, and its scripts make the slots' key names (a call names 7
-// keys, not 3 per slot). It measured 43 (170 for N = 10 before both).
+// keys, not 3 per slot). It measured 42 (170 for N = 10 before both).
 const maxPermitAllocs = 45
 
 // TestUncontendedPermitAllocs: a permit costs as few allocations with 64

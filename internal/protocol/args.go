@@ -7,9 +7,10 @@ import "sync/atomic"
 // the ttls as boxed the last time (an attempt's tries, its lease's refreshes
 // and release pass the same ones). Safe for concurrent use.
 type lockArgs struct {
-	// keys is Lock, Counter, Ahead, Queue, Tickets, Waiting: the fair
-	// scripts' KEYS; its start is the others'.
-	keys       [6]string
+	// keys is Lock, Counter, Ahead, Queue, Tickets, Waiting and, for a
+	// semaphore's slot, its permits key: the fair scripts' KEYS (a slot's
+	// release: all seven); its start is the others'.
+	keys       [7]string
 	holder     box[string]
 	channel    box[string]
 	ttl        box[int64] // the lock's ttl in ms
@@ -19,14 +20,14 @@ type lockArgs struct {
 
 // newLockArgs returns the lockArgs of k.
 func newLockArgs(k Keys) *lockArgs {
-	return &lockArgs{keys: [6]string{k.Lock, k.Counter, k.Ahead, k.Queue, k.Tickets, k.Waiting}}
+	return &lockArgs{keys: k.all()}
 }
 
 // args returns k's lockArgs: the ones KeysFor made, or, for Keys built or
 // changed by hand, new ones.
 func (k Keys) args() *lockArgs {
 	a := k.cache
-	if a == nil || a.keys != [6]string{k.Lock, k.Counter, k.Ahead, k.Queue, k.Tickets, k.Waiting} {
+	if a == nil || a.keys != k.all() {
 		return newLockArgs(k)
 	}
 	return a
@@ -42,7 +43,20 @@ func (l *lockArgs) lock() []string { return l.keys[:1:1] }
 func (l *lockArgs) lockCounter() []string { return l.keys[:3:3] }
 
 // fair is the KEYS of the fair lock's scripts.
-func (l *lockArgs) fair() []string { return l.keys[:] }
+func (l *lockArgs) fair() []string { return l.keys[:6:6] }
+
+// release is the KEYS of release_fair.lua: a slot's names its permits key.
+func (l *lockArgs) release() []string {
+	if l.keys[6] != "" {
+		return l.keys[:]
+	}
+	return l.keys[:6:6]
+}
+
+// all is k's keys as lockArgs keeps them.
+func (k Keys) all() [7]string {
+	return [7]string{k.Lock, k.Counter, k.Ahead, k.Queue, k.Tickets, k.Waiting, k.permit.permits}
+}
 
 // argList is an argument list that one call at a time may borrow.
 type argList struct {

@@ -259,15 +259,17 @@ type Release struct {
 // message, an unfair one with a plain wake-up. It reports whether it did.
 //
 // A semaphore's slot (keys from [Semaphore.Slot]) is always handed on, to
-// the semaphore's queue, with a message naming the slot (sem_release.lua).
+// the semaphore's queue, with a message naming the slot (release_fair.lua
+// with the slot).
 func Unlock(ctx context.Context, c redis.Scripter, k Keys, r Release) (bool, error) {
-	if k.permit.permits != "" {
-		return unlockSlot(ctx, c, k, r)
-	}
 	l := k.args()
 	args := append(l.list(), l.holder.of(r.Holder), l.channel.of(k.Channel))
-	if r.Fair {
-		return call{releaseFair, l, l.fair(), append(r.Counter.appendArgs(args, l), r.PubSub.spublish())}.ok(ctx, c)
+	if r.Fair || k.permit.permits != "" {
+		args = append(r.Counter.appendArgs(args, l), r.PubSub.spublish())
+		if k.permit.permits != "" {
+			args = append(args, k.permit.slot)
+		}
+		return call{releaseFair, l, l.release(), args}.ok(ctx, c)
 	}
 	return call{release, l, l.lock(), append(args, r.PubSub.spublish())}.ok(ctx, c)
 }

@@ -21,7 +21,7 @@ type Keys struct {
 
 	// permit is, for one slot of a semaphore (Semaphore.Slot), the
 	// semaphore's permits key and the slot: its release hands the slot on
-	// (sem_release.lua). "" for a lock.
+	// (release_fair.lua with the slot). "" for a lock.
 	permit permitOf
 }
 

@@ -1,8 +1,12 @@
 -- Release a fair lock if the holder still has it, and hand it on.
 -- KEYS[1] lock, KEYS[2] counter, KEYS[3] ahead, KEYS[4] queue,
--- KEYS[5] tickets, KEYS[6] waiting.
+-- KEYS[5] tickets, KEYS[6] waiting; for a semaphore's slot KEYS[7]
+-- permits.
 -- ARGV[1] holder id, ARGV[2] channel, ARGV[3] counter ttl ms, ARGV[4] '1'
--- to lift the counter to the clock, ARGV[5] '1' for SPUBLISH.
+-- to lift the counter to the clock, ARGV[5] '1' for SPUBLISH; for a
+-- semaphore's slot ARGV[6] the slot (from 0), which goes to the queue as
+-- permit.lua's pass_slot says (the message names it; a slot at or past
+-- the N in KEYS[7] is deleted instead).
 -- The lock goes straight to the live head of the queue with a new token
 -- (see hand_off); with nobody queued, nobody to wake. The uncontended
 -- path runs MGET and DEL.

@@ -19,7 +19,6 @@ const MaxPermits = 64
 // The semaphore's scripts (the others are in calls.go).
 var (
 	semAcquire = script("sem_acquire")
-	semRelease = script("sem_release")
 	semLeave   = script("sem_leave")
 	semInspect = script("sem_inspect")
 )
@@ -59,7 +58,8 @@ func SemaphoreFor(prefix, name string, n int) Semaphore {
 }
 
 // Slot returns the keys of slot i (0..MaxPermits-1), which a permit's
-// lease refreshes, releases (sem_release.lua) and reissues like a lock's.
+// lease refreshes, releases (release_fair.lua with the slot) and reissues
+// like a lock's.
 // A slot at or past N is one a client with a larger N took or handed over.
 func (s Semaphore) Slot(i int) Keys {
 	if i < len(s.slots) && s.slots[i].Lock != "" {
@@ -96,16 +96,6 @@ func ParsePermitName(key string) (name string, slot int, ok bool) {
 		return "", 0, false
 	}
 	return key[:i], n, true
-}
-
-// unlockSlot is Unlock of a semaphore's slot (sem_release.lua).
-func unlockSlot(ctx context.Context, c redis.Scripter, k Keys, r Release) (bool, error) {
-	l := k.args()
-	keys := []string{k.Lock, k.Counter, k.Ahead, k.Queue, k.Tickets, k.Waiting, k.permit.permits}
-	args := append(r.Counter.appendArgs(append(l.list(), l.holder.of(r.Holder), l.channel.of(k.Channel)), l), r.PubSub.spublish())
-	n, err := semRelease.Run(ctx, c, keys, append(args, k.permit.slot)...).Int64()
-	l.free(args)
-	return n == 1, err
 }
 
 // PermitResult is a semaphore try's reply: a TryResult and, when got, the

@@ -95,8 +95,8 @@ type Config struct {
 	ClaimFullDeadline bool
 
 	// Permits, from 1 to 3, checks a fenced semaphore of that many
-	// permits instead of the fair lock (0): sem_acquire.lua, sem_release.lua
-	// and sem_leave.lua on N slots, each a lock with its own counter,
+	// permits instead of the fair lock (0): sem_acquire.lua, release_fair.lua
+	// on its slots and sem_leave.lua on N slots, each a lock with its own counter,
 	// sharing the one queue (see the package doc's "The semaphore"). It
 	// needs Variant Fixed, and Advances 0: Advance is a lock's.
 	Permits int

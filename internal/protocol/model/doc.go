@@ -2,8 +2,8 @@
 // protocol: the scripts of package protocol (scripts/acquire_fair.lua,
 // release_fair.lua, leave.lua, refresh.lua, advance.lua) and the waiting
 // loop of lease/wait.go; and, with Config.Permits, for the fenced
-// semaphore (sem_acquire.lua, sem_release.lua, sem_leave.lua, refresh.lua
-// on a slot; see "The semaphore" below). It is pure Go and needs no Redis,
+// semaphore (sem_acquire.lua, release_fair.lua and refresh.lua on a slot,
+// sem_leave.lua; see "The semaphore" below). It is pure Go and needs no Redis,
 // so the protocol's properties are checked in every `go test` run, in
 // seconds.
 //
@@ -156,7 +156,7 @@
 // published, handing nothing over, which every waiter gets (one message
 // per listening client, under its holder id; one pending at most, as
 // notify keeps it) and on which it tries again at once; their tries write
-// the key again. A release with nobody queued takes sem_release.lua's
+// the key again. A release with nobody queued takes release_fair.lua's
 // short path: it deletes its slot and publishes nothing. Wake-ups may be
 // lost within the Losses budget, not duplicated. A waiter builds its
 // lease for the slot a message names, whatever its own N (the slot's keys

@@ -16,7 +16,7 @@ const (
 	OpRestart               // the server came back empty
 	OpAdvance               // advance.lua
 	OpTry                   // acquire_fair.lua with an attempt (a waiting try); sem_acquire.lua
-	OpRelease               // release_fair.lua; sem_release.lua on a slot
+	OpRelease               // release_fair.lua (with the slot, on a semaphore)
 	OpLeave                 // leave.lua; sem_leave.lua
 	OpRefresh               // refresh.lua: a handoff's refresh before Acquire returns
 	OpConfirm               // refresh.lua: a claimed lease's confirm to its whole ttl

@@ -6,9 +6,9 @@ import (
 )
 
 // TestSemaphoreOfOneIsTheLock: a semaphore of one permit is the fair lock
-// (sem_acquire.lua on one slot is acquire_fair.lua, sem_release.lua is
-// release_fair.lua): the same configuration explores as many states either
-// way, and keeps every property.
+// (sem_acquire.lua on one slot is acquire_fair.lua, and a slot's release
+// is release_fair.lua): the same configuration explores as many states
+// either way, and keeps every property.
 func TestSemaphoreOfOneIsTheLock(t *testing.T) {
 	t.Parallel()
 	lock := Config{Variant: Fixed, Horizon: 4}

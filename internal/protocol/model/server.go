@@ -91,7 +91,7 @@ func (m *machine) serverTry(s *state, r request) (reply, *violation) {
 	return rep, bad
 }
 
-// serverRelease is release_fair.lua (sem_release.lua on the request's
+// serverRelease is release_fair.lua (with the request's
 // slot), and leave.lua (sem_leave.lua) when leave is "1" (a waiter that
 // gives up: dequeue, then release what was handed to it) or, with
 // ReuseHolder, "2" (dequeue only: the lock may be one the same holder id
@@ -141,7 +141,7 @@ func (m *machine) heldSlot(s *state, h int8, n int) int {
 // lapsed a counter ttl after the last try that wrote it, or a restart lost
 // it) the slot is deleted and every waiter woken, handed nothing: their
 // tries take the slot in the queue's order, and write N again. A release
-// with nobody queued takes sem_release.lua's short path: it deletes the
+// with nobody queued takes release_fair.lua's short path: it deletes the
 // slot and tells no one.
 func (m *machine) passSlot(s *state, i int, release bool) *violation {
 	v := &s.srv

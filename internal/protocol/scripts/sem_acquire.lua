@@ -177,7 +177,8 @@ local function take(holder, ttl, counter_ttl, clock_floor, c, now, ahead)
 end
 
 -- ---- slot.lua ----
--- A semaphore's slots, after common.lua in the scripts that pick a slot.
+-- A semaphore's slots, after common.lua in the scripts that pick or let go
+-- of a slot (in release_fair.lua, whose KEYS[7] is missing for a lock).
 -- A semaphore of N permits is N slots, each a lock with its own counter,
 -- sharing one fair queue (KEYS[4] queue, KEYS[5] tickets, KEYS[6]
 -- waiting) and one channel; KEYS[7], permits (PREFIX{NAME}#permits), holds
@@ -190,7 +191,7 @@ end
 -- passed costs the client allocations and the call bytes). They share the
 -- name's hash tag, so a Redis Cluster routes the call to their slot, where
 -- a script may use them.
-local SLOTS = string.sub(KEYS[7], 1, -8) -- PREFIX{NAME}#: the key less 'permits'
+local SLOTS = KEYS[7] and string.sub(KEYS[7], 1, -8) -- PREFIX{NAME}#: the key less 'permits'
 local MAX_PERMITS = 64 -- protocol.MaxPermits
 
 -- permits_n is the N in the permits key's value v (GET or MGET: false when
