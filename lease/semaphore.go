@@ -73,7 +73,6 @@ const MaxPermits = protocol.MaxPermits
 type Semaphore struct {
 	c    *Client
 	name string
-	n    int
 	keys protocol.Semaphore // built once: every call uses them
 }
 
@@ -102,7 +101,7 @@ func (c *Client) Semaphore(name string, permits int) (*Semaphore, error) {
 	case c.cfg.OneRedis.Replicas > 0:
 		return nil, invalid("semaphore %q: not with WithReplicaAck", name)
 	}
-	return &Semaphore{c: c, name: name, n: permits, keys: c.cfg.Semaphore(name, permits)}, nil
+	return &Semaphore{c: c, name: name, keys: c.cfg.Semaphore(name, permits)}, nil
 }
 
 // PermitName is the name of a semaphore's slot: the Name of the leases that
@@ -120,7 +119,7 @@ func ParsePermitName(key string) (name string, slot int, ok bool) {
 func (s *Semaphore) Name() string { return s.name }
 
 // Permits is N.
-func (s *Semaphore) Permits() int { return s.n }
+func (s *Semaphore) Permits() int { return s.keys.N }
 
 // TryAcquire tries once to take a permit for ttl. When every permit is
 // held, or a free one is reserved for the waiters queued ahead, the error
